@@ -1,0 +1,180 @@
+package ladder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Audit record kinds.
+const (
+	AuditKeyCreate    = "key.create"
+	AuditKeyRevoke    = "key.revoke"
+	AuditRoute        = "route"
+	AuditReview       = "review"
+	AuditLaneChange   = "lane.change"
+	AuditPin          = "lane.pin"
+	AuditUnpin        = "lane.unpin"
+	AuditOutcome      = "outcome"
+	AuditGateDecision = "gate.decision"
+	AuditCall         = "capability.call"
+	AuditCallResult   = "capability.result"
+	AuditApproval     = "approval"
+	AuditServerStart  = "server.start"
+)
+
+// AuditEntry is what a caller asks the audit log to record. The store adds
+// the sequence number and the hash chain.
+type AuditEntry struct {
+	Workspace string          `json:"workspace"`
+	Actor     string          `json:"actor"`   // key id, or "system"
+	Kind      string          `json:"kind"`    // one of the Audit* kinds
+	Subject   string          `json:"subject"` // id of the object the record is about
+	At        time.Time       `json:"at"`
+	Data      json.RawMessage `json:"data"` // canonical JSON
+}
+
+// NewAuditEntry builds an entry whose time is truncated to microseconds and
+// whose data is canonical JSON, so that both backends store and re-hash it
+// byte for byte.
+func NewAuditEntry(workspace, actor, kind, subject string, at time.Time, data any) (AuditEntry, error) {
+	raw, err := CanonicalJSON(data)
+	if err != nil {
+		return AuditEntry{}, fmt.Errorf("audit data: %w", err)
+	}
+	return AuditEntry{Workspace: workspace, Actor: actor, Kind: kind, Subject: subject, At: at.UTC().Truncate(time.Microsecond), Data: raw}, nil
+}
+
+// AuditRecord is one stored, hash-chained record of the audit log.
+type AuditRecord struct {
+	Seq int64 `json:"seq"`
+	AuditEntry
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// CanonicalJSON encodes v as JSON with object keys sorted and no
+// insignificant space. Numbers keep their literal form.
+func CanonicalJSON(v any) (json.RawMessage, error) {
+	var raw []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	// encoding/json sorts map keys; HTML escaping is off so the bytes are
+	// what other tools would produce.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// canonicalRecord is the hashed form of a record: every field but the hashes.
+type canonicalRecord struct {
+	Actor     string          `json:"actor"`
+	At        string          `json:"at"`
+	Data      json.RawMessage `json:"data"`
+	Kind      string          `json:"kind"`
+	Seq       int64           `json:"seq"`
+	Subject   string          `json:"subject"`
+	Workspace string          `json:"workspace"`
+}
+
+// Canonical returns the bytes the hash covers.
+func (r AuditRecord) Canonical() []byte {
+	data := r.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(canonicalRecord{
+		Actor: r.Actor, At: r.At.UTC().Format(time.RFC3339Nano), Data: data,
+		Kind: r.Kind, Seq: r.Seq, Subject: r.Subject, Workspace: r.Workspace,
+	})
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// ChainHash returns hex(SHA-256(prev_hash ‖ canonical record)).
+func ChainHash(prevHash string, r AuditRecord) string {
+	h := sha256.New()
+	h.Write([]byte(prevHash))
+	h.Write(r.Canonical())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Seal sets r's PrevHash and Hash given the previous record's hash. Stores
+// call it inside the transaction that appends r, so the chain is serialized
+// wherever the append is.
+func (r *AuditRecord) Seal(prevHash string) {
+	r.PrevHash = prevHash
+	r.Hash = ChainHash(prevHash, *r)
+}
+
+// ChainVerifier walks an audit log in sequence order and names the first
+// record that breaks the chain.
+type ChainVerifier struct {
+	prev    string
+	nextSeq int64
+	count   int64
+}
+
+// Check verifies the next record. The first record must have seq 1 and an
+// empty prev_hash.
+func (v *ChainVerifier) Check(r AuditRecord) error {
+	if v.nextSeq == 0 {
+		v.nextSeq = 1
+	}
+	if r.Seq != v.nextSeq {
+		return fmt.Errorf("audit record %d: expected seq %d (a record is missing or out of order)", r.Seq, v.nextSeq)
+	}
+	if r.PrevHash != v.prev {
+		return fmt.Errorf("audit record %d: prev_hash %.12s… does not match the hash of record %d (%.12s…)", r.Seq, r.PrevHash, r.Seq-1, v.prev)
+	}
+	if want := ChainHash(r.PrevHash, r); r.Hash != want {
+		return fmt.Errorf("audit record %d: hash %.12s… does not match its contents (want %.12s…): the record was altered", r.Seq, r.Hash, want)
+	}
+	v.prev = r.Hash
+	v.nextSeq++
+	v.count++
+	return nil
+}
+
+// Count returns how many records verified.
+func (v *ChainVerifier) Count() int64 { return v.count }
+
+// LastHash returns the hash of the last verified record.
+func (v *ChainVerifier) LastHash() string { return v.prev }
+
+// VerifyAudit walks the whole audit log of s and returns how many records
+// verified, or an error naming the first record that breaks the chain.
+func VerifyAudit(ctx context.Context, s AuditStore) (int64, error) {
+	var v ChainVerifier
+	err := s.WalkAudit(ctx, 0, v.Check)
+	return v.Count(), err
+}

@@ -1,0 +1,245 @@
+// Package ladder is the domain of the ladder server: the words of the design
+// (workspace, key, queue, step, lane, route, review, outcome, capability,
+// approval, gate case, audit log) as plain Go types, the service and store
+// interfaces the rest of the program implements, and the Error type whose
+// codes every surface (REST, MCP, CLI) shares.
+//
+// It imports only the standard library; each outside dependency lives in a
+// package of its own (see DESIGN.md §9).
+package ladder
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Lane is where a step stands on the ladder.
+type Lane string
+
+// The lanes, lowest autonomy first.
+const (
+	LaneHumanOnly Lane = "human_only"
+	LaneShadow    Lane = "shadow"
+	LanePropose   Lane = "propose"
+	LaneAuto      Lane = "auto"
+)
+
+// Lanes lists every lane, lowest autonomy first.
+var Lanes = []Lane{LaneHumanOnly, LaneShadow, LanePropose, LaneAuto}
+
+// Valid reports whether l is one of the four lanes.
+func (l Lane) Valid() bool {
+	switch l {
+	case LaneHumanOnly, LaneShadow, LanePropose, LaneAuto:
+		return true
+	}
+	return false
+}
+
+// Decision is the answer a route gives for one item at one step.
+type Decision string
+
+// The decisions.
+const (
+	DecisionActAlone  Decision = "act_alone"
+	DecisionPropose   Decision = "propose"
+	DecisionHumanOnly Decision = "human_only"
+)
+
+// DecisionFor maps a lane to the decision a route in that lane gets:
+// auto acts alone, propose proposes, shadow and human_only leave it to a person.
+func DecisionFor(l Lane) Decision {
+	switch l {
+	case LaneAuto:
+		return DecisionActAlone
+	case LanePropose:
+		return DecisionPropose
+	}
+	return DecisionHumanOnly
+}
+
+// RiskClass is a step's risk class: A for money-moving steps, B for the rest.
+type RiskClass string
+
+// The risk classes.
+const (
+	ClassA RiskClass = "A"
+	ClassB RiskClass = "B"
+)
+
+// KeyKind is what a key may do.
+type KeyKind string
+
+// The key kinds.
+const (
+	KeyAgent KeyKind = "agent" // the MCP surface, routing, capability calls
+	KeyHuman KeyKind = "human" // approve, review, console
+	KeyAdmin KeyKind = "admin" // keys, config
+)
+
+// Valid reports whether k is a known key kind.
+func (k KeyKind) Valid() bool {
+	return k == KeyAgent || k == KeyHuman || k == KeyAdmin
+}
+
+// Key is a bearer token of one workspace and one kind. Only the SHA-256 of
+// its secret is stored; the token itself is shown once, at creation.
+type Key struct {
+	ID         string     `json:"id"`
+	Workspace  string     `json:"workspace"`
+	Kind       KeyKind    `json:"kind"`
+	Name       string     `json:"name,omitempty"`
+	SecretHash []byte     `json:"-"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Active reports whether the key may be used at now: not revoked, not expired.
+func (k Key) Active(now time.Time) bool {
+	if k.RevokedAt != nil {
+		return false
+	}
+	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
+		return false
+	}
+	return true
+}
+
+// Principal is the authenticated caller of one request.
+type Principal struct {
+	KeyID     string
+	Workspace string
+	Kind      KeyKind
+}
+
+// Verdict is a person's verdict on one routed item.
+type Verdict string
+
+// The verdicts.
+const (
+	VerdictAgree    Verdict = "agree"
+	VerdictDisagree Verdict = "disagree"
+)
+
+// ReviewKind says how a review came about.
+type ReviewKind string
+
+// The review kinds.
+const (
+	ReviewShadow   ReviewKind = "shadow"   // a person handled it; compared with the agent's proposal
+	ReviewApproval ReviewKind = "approval" // a person approved (as proposed or edited) or rejected
+	ReviewAudit    ReviewKind = "audit"    // a sampled audit of an item the agent handled alone
+)
+
+// Route is one decision for one item at one step.
+type Route struct {
+	ID        string          `json:"route_id"`
+	Workspace string          `json:"workspace"`
+	Queue     string          `json:"queue"`
+	Step      string          `json:"step"`
+	Item      string          `json:"item"`
+	Decision  Decision        `json:"decision"`
+	Lane      Lane            `json:"lane"`
+	Audit     bool            `json:"audit"`
+	AuditRate float64         `json:"audit_rate"`
+	Reason    string          `json:"reason"`
+	Features  json.RawMessage `json:"features,omitempty"`
+	KeyID     string          `json:"-"`
+	At        time.Time       `json:"at"`
+}
+
+// Review is a person's verdict on the agent's output for one routed item.
+// Reviews are the evidence the ladder counts.
+type Review struct {
+	ID            string          `json:"review_id"`
+	RouteID       string          `json:"route_id"`
+	Workspace     string          `json:"workspace"`
+	Queue         string          `json:"queue"`
+	Step          string          `json:"step"`
+	Item          string          `json:"item"`
+	Kind          ReviewKind      `json:"kind"`
+	Verdict       Verdict         `json:"verdict"`
+	Correction    json.RawMessage `json:"correction,omitempty"`
+	Severity      int             `json:"severity,omitempty"`
+	OperatorError *bool           `json:"operator_error,omitempty"`
+	Note          string          `json:"note,omitempty"`
+	Adjudication  bool            `json:"adjudication,omitempty"`
+	Reviewer      string          `json:"reviewer"`
+	At            time.Time       `json:"at"`
+}
+
+// Agrees reports whether the review counts as an agreement.
+func (r Review) Agrees() bool { return r.Verdict == VerdictAgree }
+
+// Outcome is the downstream result of one item, by who handled it.
+type Outcome struct {
+	ID        string    `json:"outcome_id"`
+	Workspace string    `json:"workspace"`
+	Queue     string    `json:"queue"`
+	Step      string    `json:"step"`
+	Item      string    `json:"item"`
+	HandledBy string    `json:"handled_by"` // "agent" or "person"
+	OK        bool      `json:"ok"`
+	At        time.Time `json:"at"`
+}
+
+// Handlers of an outcome.
+const (
+	HandledByAgent  = "agent"
+	HandledByPerson = "person"
+)
+
+// WeekAgg is the weekly aggregate of one step's reviews: what an evidence
+// pack is computed from, so it costs O(weeks), not O(reviews).
+//
+// Epoch counts demotions: after a demotion only reviews of the new epoch
+// count toward promotion again, so aggregates are kept per epoch.
+type WeekAgg struct {
+	Workspace  string    `json:"workspace"`
+	Queue      string    `json:"queue"`
+	Step       string    `json:"step"`
+	ISOWeek    string    `json:"iso_week"` // e.g. "2026-W35"
+	WeekStart  time.Time `json:"week_start"`
+	Epoch      int       `json:"epoch"`
+	N          int       `json:"n"`
+	Agreements int       `json:"agreements"`
+	AuditN     int       `json:"audit_n"`
+	AuditAgree int       `json:"audit_agreements"`
+	Sev1       int       `json:"severity_1"`
+	OpN        int       `json:"operator_n"`
+	OpErrors   int       `json:"operator_errors"`
+}
+
+// StepState is the live, stored state of one step: its lane and what the
+// rules need to remember between reviews.
+type StepState struct {
+	Workspace       string    `json:"workspace"`
+	Queue           string    `json:"queue"`
+	Step            string    `json:"step"`
+	Lane            Lane      `json:"lane"`
+	LaneSince       time.Time `json:"lane_since"`
+	Epoch           int       `json:"epoch"`
+	Pinned          bool      `json:"pinned"`
+	PinReason       string    `json:"pin_reason,omitempty"`
+	AuditRate       float64   `json:"audit_rate"`
+	LastSev1At      time.Time `json:"last_severity_1_at,omitzero"`
+	LastAuditFailAt time.Time `json:"last_audit_failure_at,omitzero"`
+	Version         int64     `json:"version"`
+}
+
+// LaneChange records one move of a step between lanes: the rule, the
+// numbers it used and who (or what) made it.
+type LaneChange struct {
+	ID        string             `json:"id"`
+	Workspace string             `json:"workspace"`
+	Queue     string             `json:"queue"`
+	Step      string             `json:"step"`
+	At        time.Time          `json:"at"`
+	From      Lane               `json:"from"`
+	To        Lane               `json:"to"`
+	Rule      string             `json:"rule"`
+	Numbers   map[string]float64 `json:"numbers"`
+	Actor     string             `json:"actor"`
+	Reason    string             `json:"reason,omitempty"`
+}

@@ -1,0 +1,83 @@
+package ladder
+
+import "time"
+
+// Workspace is a tenant as declared in the config: its queues and steps, its
+// capabilities, and the scope values that belong to it.
+type Workspace struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// Scopes maps a scope field (e.g. "program") to the values that belong to
+	// this workspace (e.g. "partner-2027"). A capability call whose scope
+	// value is not listed is refused with WORKSPACE_REFUSED.
+	Scopes       map[string][]string `json:"scopes,omitempty"`
+	Queues       []Queue             `json:"queues"`
+	Capabilities []Capability        `json:"capabilities,omitempty"`
+}
+
+// Queue holds the steps of one kind of work.
+type Queue struct {
+	ID    string `json:"id"`
+	Name  string `json:"name,omitempty"`
+	Steps []Step `json:"steps"`
+}
+
+// Step is one step of a queue as declared in the config.
+type Step struct {
+	ID          string    `json:"step"`
+	Name        string    `json:"name"`
+	Queue       string    `json:"queue"`
+	MoneyMoving bool      `json:"money_moving"`
+	Class       RiskClass `json:"class"`
+	// StartLane is the lane the step starts in on an empty database.
+	StartLane Lane `json:"start_lane"`
+	// AuditRate, when set, is the starting audit rate; otherwise it is
+	// computed from the auto threshold and WeeklyVolume.
+	AuditRate    float64 `json:"audit_rate,omitempty"`
+	WeeklyVolume int     `json:"weekly_volume,omitempty"`
+}
+
+// Capability is an action an agent may call, id "domain:action".
+type Capability struct {
+	ID          string         `json:"id"`
+	Title       string         `json:"title"`
+	Description string         `json:"description"`
+	Payload     map[string]any `json:"payload_schema,omitempty"` // a JSON Schema object
+	ScopeFields []string       `json:"scope_fields,omitempty"`
+	HumanGate   bool           `json:"human_gate"`
+	Served      bool           `json:"served"`
+	// Step, when set, ties the capability to a step ("queue/step" or a step
+	// id): the ladder decides whether the agent may act alone.
+	Step string `json:"step,omitempty"`
+	// Gate, when set, ties the capability to a gate precondition: the
+	// evidence decides.
+	Gate     *CapabilityGate `json:"gate,omitempty"`
+	Executor Executor        `json:"executor"`
+}
+
+// CapabilityGate names the gate case and precondition function a call's
+// evidence must pass.
+type CapabilityGate struct {
+	Case string `json:"case"`
+	Fn   string `json:"precondition_fn"`
+}
+
+// Executor kinds.
+const (
+	ExecHTTP   = "http"
+	ExecMCP    = "mcp"
+	ExecRecord = "record"
+)
+
+// Executor says how a capability call is carried out.
+type Executor struct {
+	Kind    string        `json:"kind"` // http, mcp or record
+	URL     string        `json:"url,omitempty"`
+	Tool    string        `json:"tool,omitempty"` // for mcp: the upstream tool name
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Headers are sent upstream as they are; HeadersFromEnv maps a header to
+	// the environment variable holding its value (credentials stay out of
+	// the config file). The caller's key is never forwarded.
+	Headers        map[string]string `json:"headers,omitempty"`
+	HeadersFromEnv map[string]string `json:"headers_from_env,omitempty"`
+}
