@@ -1,0 +1,63 @@
+package ladder
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"errors"
+	"strings"
+)
+
+// keyEncoding spells key parts in lower-case base32 so a key survives
+// copy-paste, shells and URLs without quoting.
+var keyEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewKeyToken returns a fresh key id and its bearer token
+// "ldr_<id>_<secret>" with a 128-bit random secret, and the SHA-256 of the
+// secret, which is all that is stored.
+func NewKeyToken() (id, token string, secretHash []byte) {
+	var idb [8]byte
+	var secret [16]byte
+	_, _ = rand.Read(idb[:])
+	_, _ = rand.Read(secret[:])
+	id = keyEncoding.EncodeToString(idb[:])
+	s := keyEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(s))
+	return id, "ldr_" + id + "_" + s, sum[:]
+}
+
+// ErrMalformedKey is returned by ParseKeyToken for a token that is not of
+// the form ldr_<id>_<secret>.
+var ErrMalformedKey = errors.New("key is not of the form ldr_<id>_<secret>")
+
+// ParseKeyToken splits a bearer token into its id and the SHA-256 of its
+// secret.
+func ParseKeyToken(token string) (id string, secretHash []byte, err error) {
+	rest, ok := strings.CutPrefix(token, "ldr_")
+	if !ok {
+		return "", nil, ErrMalformedKey
+	}
+	id, secret, ok := strings.Cut(rest, "_")
+	if !ok || id == "" || len(secret) < 16 || len(id) > 64 || len(secret) > 128 {
+		return "", nil, ErrMalformedKey
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return id, sum[:], nil
+}
+
+// SecretMatches compares a presented secret's hash with the stored one in
+// constant time.
+func (k Key) SecretMatches(secretHash []byte) bool {
+	return len(k.SecretHash) == len(secretHash) && subtle.ConstantTimeCompare(k.SecretHash, secretHash) == 1
+}
+
+// KeyID returns the id part of a token, or "" when it is malformed. Logs use
+// it to name a key without its secret.
+func KeyID(token string) string {
+	id, _, err := ParseKeyToken(token)
+	if err != nil {
+		return ""
+	}
+	return id
+}
