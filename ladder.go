@@ -225,7 +225,10 @@ type StepState struct {
 	AuditRate       float64   `json:"audit_rate"`
 	LastSev1At      time.Time `json:"last_severity_1_at,omitzero"`
 	LastAuditFailAt time.Time `json:"last_audit_failure_at,omitzero"`
-	Version         int64     `json:"version"`
+	// AuditRateSince is when the audit rate last changed; the rate halves
+	// after 8 clean weeks counted from here.
+	AuditRateSince time.Time `json:"audit_rate_since,omitzero"`
+	Version        int64     `json:"version"`
 }
 
 // LaneChange records one move of a step between lanes: the rule, the

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/demo"
+	"github.com/ladderhq/ladder/service"
+)
+
+// demoKeys is the keys file `ladder demo` writes.
+type demoKeys struct {
+	Admin      string                       `json:"admin"`
+	Workspaces map[string]map[string]string `json:"workspaces"`
+}
+
+func cmdDemo(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you say otherwise)")
+	db := fs.String("db", "", "database path (default: a fresh file in a temporary folder)")
+	keysFile := fs.String("keys", "ladder-demo-keys.json", "where to write the demo keys as JSON")
+	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
+	if err := fs.Parse(args); err != nil {
+		return exitError{code: 3}
+	}
+	if *printConfig {
+		_, err := e.stdout.Write(config.Demo())
+		return err
+	}
+	log := newLogger(e.stderr)
+	cfg, err := config.Parse("demo.yaml", config.Demo())
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	path := *db
+	if path == "" {
+		dir, err := os.MkdirTemp("", "ladder-demo-")
+		if err != nil {
+			return fmt.Errorf("make temporary folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "ladder.db")
+	}
+	st, err := openStack(ctx, cfg, path, e.getenv, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	start := time.Now()
+	fmt.Fprintf(e.stdout, "Seeding %d weeks of history…\n", demo.Weeks)
+	err = demo.Seed(ctx, st.svc, time.Now(), func(done, total int, step string) {
+		fmt.Fprintf(e.stdout, "  [%2d/%d] %s\n", done, total, step)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Seeded in %s.\n\n", time.Since(start).Round(time.Millisecond))
+
+	keys, err := makeDemoKeys(ctx, st.svc)
+	if err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(keys, "", "  ")
+	if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write keys file: %w", err)
+	}
+	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, ready: func(url string) {
+		printDemoBanner(e, url, *keysFile, keys)
+	}})
+}
+
+// makeDemoKeys creates one all-workspaces admin key and an agent and a
+// human key per workspace.
+func makeDemoKeys(ctx context.Context, svc *service.Service) (demoKeys, error) {
+	keys := demoKeys{Workspaces: map[string]map[string]string{}}
+	_, tok, err := svc.CreateKey(ctx, "demo", service.KeyRequest{Workspace: service.AllWorkspaces, Kind: ladder.KeyAdmin, Name: "demo admin"})
+	if err != nil {
+		return keys, err
+	}
+	keys.Admin = tok
+	for _, ws := range svc.WorkspaceIDs() {
+		keys.Workspaces[ws] = map[string]string{}
+		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman} {
+			_, tok, err := svc.CreateKey(ctx, "demo", service.KeyRequest{Workspace: ws, Kind: kind, Name: "demo " + string(kind)})
+			if err != nil {
+				return keys, err
+			}
+			keys.Workspaces[ws][string(kind)] = tok
+		}
+	}
+	return keys, nil
+}
+
+func printDemoBanner(e env, url, keysFile string, keys demoKeys) {
+	agent := keys.Workspaces["vantrow-bills"]["agent"]
+	fmt.Fprintf(e.stdout, "ladder demo is running at %s\n\n", url)
+	fmt.Fprintf(e.stdout, "Keys (also written to %s):\n  admin (every workspace): %s\n", keysFile, keys.Admin)
+	for ws, k := range keys.Workspaces {
+		fmt.Fprintf(e.stdout, "  %-17s agent %s\n  %-17s human %s\n", ws, k["agent"], "", k["human"])
+	}
+	fmt.Fprintf(e.stdout, `
+Try it:
+  curl -s -H 'Authorization: Bearer %[2]s' %[1]s/v1/steps
+  curl -s -H 'Authorization: Bearer %[2]s' %[1]s/v1/steps/bills/decide_hold/evidence
+
+MCP client configuration (vantrow-bills agent):
+  {"mcpServers": {"ladder": {"type": "http", "url": "%[1]s/mcp",
+    "headers": {"Authorization": "Bearer %[2]s"}}}}
+
+Press Ctrl-C to stop.
+`, url, agent)
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/service"
+)
+
+// localFlags are the flags of commands that work on a config and a database
+// directly, without a server.
+type localFlags struct {
+	config *string
+	db     *string
+}
+
+func addLocalFlags(fs *flag.FlagSet) localFlags {
+	return localFlags{
+		config: fs.String("config", "ladder.yaml", "config file"),
+		db:     fs.String("db", "ladder.db", "SQLite file path, or a postgres:// URL"),
+	}
+}
+
+func (l localFlags) open(ctx context.Context, e env) (*stack, error) {
+	cfg, err := config.Load(*l.config)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return openStack(ctx, cfg, *l.db, e.getenv, newLogger(e.stderr))
+}
+
+func cmdKeys(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		return exitError{code: 3, msg: "usage: ladder keys create|list|revoke [flags]"}
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	lf := addLocalFlags(fs)
+	switch args[0] {
+	case "create":
+		ws := fs.String("workspace", "", "workspace of the key (\"*\" for an admin key of every workspace)")
+		kind := fs.String("kind", "", "agent, human or admin")
+		name := fs.String("name", "", "a name to recognise the key by")
+		expires := fs.Duration("expires", 0, "expire the key after this long (e.g. 720h); 0 never expires")
+		asJSON := fs.Bool("json", false, "print the key as JSON")
+		if err := fs.Parse(args[1:]); err != nil {
+			return exitError{code: 3}
+		}
+		if *ws == "" || *kind == "" {
+			return exitError{code: 3, msg: "ladder keys create: --workspace and --kind are required (--kind agent|human|admin)"}
+		}
+		st, err := lf.open(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		k, token, err := st.svc.CreateKey(ctx, "cli", service.KeyRequest{Workspace: *ws, Kind: ladder.KeyKind(*kind), Name: *name, ExpiresIn: *expires})
+		if err != nil {
+			return refusal(err)
+		}
+		if *asJSON {
+			return json.NewEncoder(e.stdout).Encode(map[string]any{"id": k.ID, "workspace": k.Workspace, "kind": k.Kind, "name": k.Name, "expires_at": k.ExpiresAt, "token": token})
+		}
+		fmt.Fprintf(e.stdout, "Created %s key %s for %s. It is shown once; store it now:\n\n  %s\n", k.Kind, k.ID, k.Workspace, token)
+		return nil
+	case "list":
+		ws := fs.String("workspace", "", "only this workspace's keys")
+		if err := fs.Parse(args[1:]); err != nil {
+			return exitError{code: 3}
+		}
+		st, err := lf.open(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		keys, err := st.svc.ListKeys(ctx, *ws)
+		if err != nil {
+			return refusal(err)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tWORKSPACE\tKIND\tNAME\tCREATED\tSTATE")
+		now := time.Now()
+		for _, k := range keys {
+			state := "active"
+			switch {
+			case k.RevokedAt != nil:
+				state = "revoked " + k.RevokedAt.Format(time.RFC3339)
+			case k.ExpiresAt != nil && !k.Active(now):
+				state = "expired " + k.ExpiresAt.Format(time.RFC3339)
+			case k.ExpiresAt != nil:
+				state = "expires " + k.ExpiresAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Workspace, k.Kind, k.Name, k.CreatedAt.Format(time.RFC3339), state)
+		}
+		return tw.Flush()
+	case "revoke":
+		if err := fs.Parse(args[1:]); err != nil {
+			return exitError{code: 3}
+		}
+		if fs.NArg() != 1 {
+			return exitError{code: 3, msg: "usage: ladder keys revoke [--config F --db D] ID"}
+		}
+		st, err := lf.open(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		k, err := st.svc.RevokeKey(ctx, "cli", service.AllWorkspaces, fs.Arg(0))
+		if err != nil {
+			return refusal(err)
+		}
+		fmt.Fprintf(e.stdout, "Revoked key %s (%s, %s).\n", k.ID, k.Kind, k.Workspace)
+		return nil
+	}
+	return exitError{code: 3, msg: fmt.Sprintf("ladder keys: unknown subcommand %q; use create, list or revoke", args[0])}
+}
+
+// refusal prints a refusal the way every CLI command does: its name, its
+// message and its hint.
+func refusal(err error) error {
+	e := ladder.AsError(err)
+	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if e.Hint != "" {
+		msg += "\nhint: " + e.Hint
+	}
+	if e.Code == ladder.CodeInternal && e.Err != nil {
+		msg += "\ncause: " + e.Err.Error()
+	}
+	return exitError{code: 3, msg: msg}
+}

@@ -1,0 +1,95 @@
+// Command ladder is the ladder server and its command-line tool: serve the
+// REST, MCP and console surfaces, run the demo, manage keys, verify the
+// audit log, and talk to a running server.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, ee.msg)
+			}
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "ladder:", err)
+		os.Exit(3)
+	}
+}
+
+// exitError ends the program with a given exit code (the gate CLI's
+// PASS 0 / ESCALATE 1 / BYPASS_TO_HUMAN 2 / error 3 convention, or 1 for a
+// failed audit verification).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d: %s", e.code, e.msg) }
+
+// env carries what every command gets from the outside world, so commands
+// are testable without touching the process's globals.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "serve the REST API, /mcp and the console", cmdServe},
+		{"demo", "run a server on the embedded demo config with 14 weeks of history", cmdDemo},
+		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
+		{"audit", "verify or export the audit log (audit verify|export)", cmdAudit},
+		{"version", "print the version", func(ctx context.Context, e env, args []string) error {
+			fmt.Fprintln(e.stdout, "ladder", version)
+			return nil
+		}},
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	usage(stderr)
+	return exitError{code: 3, msg: fmt.Sprintf("ladder: unknown command %q", args[0])}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: ladder COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'ladder COMMAND -h' for a command's flags.")
+}

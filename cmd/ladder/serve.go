@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/sqlite"
+)
+
+// stack is a loaded config, an open store and the service over them.
+type stack struct {
+	cfg   *config.Config
+	store ladder.Store
+	svc   *service.Service
+	log   *slog.Logger
+}
+
+func (s *stack) Close() error { return s.store.Close() }
+
+// newLogger returns the JSON logger every command uses.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// openStore opens PostgreSQL for a postgres:// URL and SQLite for anything
+// else.
+func openStore(ctx context.Context, db string, log *slog.Logger) (ladder.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return openPostgres(ctx, db, log)
+	}
+	st, err := sqlite.Open(ctx, db, sqlite.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// openStack loads the config and opens the store.
+func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger) (*stack, error) {
+	st, err := openStore(ctx, db, log)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := newService(ctx, cfg, st, getenv, log)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return &stack{cfg: cfg, store: st, svc: svc, log: log}, nil
+}
+
+// serveOptions are the flags serve and demo share.
+type serveOptions struct {
+	addr     string
+	baseURL  string
+	adminKey string
+	out      io.Writer
+	ready    func(url string) // called once listening
+	demo     bool             // links use the listening address
+}
+
+// serveStack serves st until ctx ends, then shuts down gracefully, letting
+// in-flight requests finish.
+func serveStack(ctx context.Context, st *stack, o serveOptions) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	if o.baseURL == "" && o.demo {
+		o.baseURL = url
+	}
+	h, err := newHandler(st, reg, o.baseURL)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(st.log.Handler(), slog.LevelWarn),
+	}
+	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
+	if o.ready != nil {
+		o.ready(url)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	st.log.Info("shutting down; letting in-flight requests finish")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func cmdServe(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("config", "ladder.yaml", "config file")
+	db := fs.String("db", "ladder.db", "SQLite file path, or a postgres:// URL")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	baseURL := fs.String("base-url", "", "public URL of this server for links (default: from each request's Host)")
+	if err := fs.Parse(args); err != nil {
+		return exitError{code: 3}
+	}
+	log := newLogger(e.stderr)
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	st, err := openStack(ctx, cfg, *db, e.getenv, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	token, err := st.svc.Bootstrap(ctx, e.getenv("LADDER_ADMIN_KEY"))
+	if err != nil {
+		return err
+	}
+	if token != "" && e.getenv("LADDER_ADMIN_KEY") == "" {
+		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
+	}
+	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL})
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/config"
+	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/rules"
+	"github.com/ladderhq/ladder/service"
+)
+
+// newService wires a config and a store into the service and makes sure
+// every declared step has a state.
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, getenv func(string) string, log *slog.Logger) (*service.Service, error) {
+	var wss []ladder.Workspace
+	th := map[ladder.StepKey]rules.Thresholds{}
+	for i := range cfg.Workspaces {
+		w := &cfg.Workspaces[i]
+		wss = append(wss, w.Domain())
+		for _, q := range w.Queues {
+			for _, s := range q.Steps {
+				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
+			}
+		}
+	}
+	secret, derived := cfg.Server.AuditSecret(getenv)
+	if derived {
+		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
+	}
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: secret, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// newHandler builds the HTTP handler: REST, health, metrics.
+func newHandler(st *stack, reg *prometheus.Registry, baseURL string) (http.Handler, error) {
+	if baseURL == "" {
+		baseURL = st.cfg.Server.PublicURL
+	}
+	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: baseURL}), nil
+}
+
+func openPostgres(ctx context.Context, dsn string, log *slog.Logger) (ladder.Store, error) {
+	return nil, errors.New("the postgres backend is not built into this binary yet; use a SQLite path")
+}

@@ -1,0 +1,323 @@
+// Package http serves ladder's REST API (/v1/…), health and metrics
+// endpoints, and mounts the MCP surface and the console. Handlers return
+// errors; one function, writeError, maps an error to its status and body.
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/service"
+)
+
+// MaxBodyBytes caps every request body (1 MiB); larger bodies get 413.
+const MaxBodyBytes = 1 << 20
+
+// Options configure a Server.
+type Options struct {
+	Service *service.Service
+	Logger  *slog.Logger
+	// Registry receives the HTTP metrics and is served on /metrics. A nil
+	// Registry gets a fresh one.
+	Registry *prometheus.Registry
+	// BaseURL is this server's public URL, used in links such as a step's
+	// evidence URL. Empty means it is derived from each request's Host.
+	BaseURL string
+	// Mounts are extra handlers (the MCP surface, the console) by pattern.
+	Mounts map[string]http.Handler
+}
+
+// Server is ladder's HTTP handler.
+type Server struct {
+	svc     *service.Service
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	baseURL string
+	mux     *http.ServeMux
+	handler http.Handler
+
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// New returns a Server with every route registered.
+func New(opts Options) *Server {
+	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ladder_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
+	}, []string{"route", "method", "status"})
+	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ladder_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"route", "method"})
+	s.reg.MustRegister(s.requests, s.latency)
+
+	s.routes()
+	for pattern, h := range opts.Mounts {
+		s.mux.Handle(pattern, h)
+	}
+	s.handler = s.instrument(s.mux)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Registry returns the metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handle("GET /readyz", func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.svc.Ready(r.Context()); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "the store does not answer; calls are refused with AUDIT_UNAVAILABLE until it does"})
+			return nil
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+
+	s.handle("GET /v1/keys", s.auth(s.listKeys, ladder.KeyAdmin))
+	s.handle("POST /v1/keys", s.auth(s.createKey, ladder.KeyAdmin))
+	s.handle("POST /v1/keys/{id}/revoke", s.auth(s.revokeKey, ladder.KeyAdmin))
+	s.ladderRoutes()
+
+	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "no endpoint %s %s", r.Method, r.URL.Path)
+	})
+}
+
+// handlerFunc is an HTTP handler that returns its error instead of writing it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+type principalKey struct{}
+
+// principal returns the authenticated caller of r.
+func principal(r *http.Request) ladder.Principal {
+	p, _ := r.Context().Value(principalKey{}).(ladder.Principal)
+	return p
+}
+
+// bearer returns the bearer token of r, or "".
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// auth wraps h so that it runs only for a valid key of one of the kinds.
+func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.svc.Authenticate(r.Context(), bearer(r))
+		if err != nil {
+			return err
+		}
+		if err := KindAllowed(p, kinds...); err != nil {
+			return err
+		}
+		setLogKey(r, p.KeyID)
+		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	}
+}
+
+// KindAllowed refuses a principal whose key kind is not among kinds, with
+// the refusal name that says which key to use instead.
+func KindAllowed(p ladder.Principal, kinds ...ladder.KeyKind) error {
+	for _, k := range kinds {
+		if p.Kind == k {
+			return nil
+		}
+	}
+	want := make([]string, len(kinds))
+	for i, k := range kinds {
+		want[i] = string(k)
+	}
+	hint := fmt.Sprintf("use a %s key of this workspace", strings.Join(want, " or "))
+	switch p.Kind {
+	case ladder.KeyHuman:
+		return &ladder.Error{Code: ladder.CodeHumanKeyRefused, Message: "a human key cannot be used here", Hint: hint}
+	case ladder.KeyAgent:
+		return &ladder.Error{Code: ladder.CodeAgentKeyRefused, Message: "an agent key cannot be used here", Hint: hint}
+	}
+	return &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: fmt.Sprintf("a %s key cannot be used here", p.Kind), Hint: hint}
+}
+
+// errorBody is the JSON shape of every REST error.
+type errorBody struct {
+	Error struct {
+		Code    ladder.Code    `json:"code"`
+		Message string         `json:"message"`
+		Hint    string         `json:"hint,omitempty"`
+		Data    map[string]any `json:"data,omitempty"`
+	} `json:"error"`
+}
+
+// writeError is the one place an error becomes a response.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := ladder.AsError(err)
+	info := e.Code.Info()
+	if e.Code == ladder.CodeInternal || e.Code == ladder.CodeAuditUnavailable {
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
+	}
+	if info.HTTPStatus == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
+	}
+	if ra, ok := e.Data["retry_after_seconds"]; ok {
+		w.Header().Set("Retry-After", fmt.Sprint(ra))
+	}
+	var body errorBody
+	body.Error.Code, body.Error.Message, body.Error.Hint, body.Error.Data = e.Code, e.Message, e.Hint, e.Data
+	writeJSON(w, info.HTTPStatus, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// decode reads r's body strictly into v (see strictjson), turning an
+// oversized body into BODY_TOO_LARGE and a malformed one into INVALID_JSON
+// naming the field.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), Hint: "send a smaller body"}
+		}
+		return ladder.Errorf(ladder.CodeInvalidJSON, "resend the request", "could not read the body: %v", err)
+	}
+	if err := strictjson.Unmarshal(data, v); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Path != "" {
+			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: err.Error(), Hint: "fix the field " + se.Path + " and resend", Data: map[string]any{"field": se.Path}}
+		}
+		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object with the documented fields"}
+	}
+	return nil
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	keyID  string
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+type logKeyCtx struct{}
+
+// setLogKey lets the access log name the key (by id only).
+func setLogKey(r *http.Request, id string) {
+	if sw, ok := r.Context().Value(logKeyCtx{}).(*statusWriter); ok {
+		sw.keyID = id
+	}
+}
+
+// instrument adds the body limit, panic recovery, metrics and the access log.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+		r = r.WithContext(context.WithValue(r.Context(), logKeyCtx{}, sw))
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "panic", p, "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.writeError(sw, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := r.Pattern
+			if route == "" || route == "/" {
+				route = "other"
+			}
+			d := time.Since(start)
+			s.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+			s.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
+			if route != "GET /metrics" && route != "GET /healthz" {
+				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+					slog.Int("status", status), slog.Duration("duration", d), slog.String("key_id", sw.keyID))
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// baseURLFor returns the server's public URL for links in responses.
+func (s *Server) baseURLFor(r *http.Request) string {
+	if s.baseURL != "" {
+		return s.baseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

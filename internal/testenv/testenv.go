@@ -1,0 +1,167 @@
+// Package testenv starts a real ladder HTTP handler on a SQLite store with a
+// controllable clock, for tests of the REST and MCP surfaces.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/config"
+	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/rules"
+	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/sqlite"
+)
+
+// Clock is a settable clock.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Env is a running test server.
+type Env struct {
+	T      *testing.T
+	Server *httptest.Server
+	Svc    *service.Service
+	Store  ladder.Store
+	Clock  *Clock
+	Config *config.Config
+	// Keys maps "workspace/kind" to a token.
+	Keys map[string]string
+}
+
+// Start starts a server on the given YAML config (the demo config when
+// yaml is empty) with an agent and a human key per workspace.
+func Start(t *testing.T, yaml string) *Env {
+	t.Helper()
+	data := []byte(yaml)
+	if yaml == "" {
+		data = config.Demo()
+	}
+	cfg, err := config.Parse("test.yaml", data)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	clock := &Clock{t: time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ladder.db"), sqlite.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var wss []ladder.Workspace
+	th := map[ladder.StepKey]rules.Thresholds{}
+	for i := range cfg.Workspaces {
+		w := &cfg.Workspaces[i]
+		wss = append(wss, w.Domain())
+		for _, q := range w.Queues {
+			for _, s := range q.Steps {
+				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
+			}
+		}
+	}
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnsureSteps(context.Background(), svc.InitialStates()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc}))
+	t.Cleanup(srv.Close)
+	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}}
+	for _, ws := range svc.WorkspaceIDs() {
+		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
+			_, tok, err := svc.CreateKey(context.Background(), "test", service.KeyRequest{Workspace: ws, Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Keys[ws+"/"+string(kind)] = tok
+		}
+	}
+	return e
+}
+
+// Response is a decoded HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Do sends a request with the key (no header when key is "") and a JSON
+// body (none when body is nil; a string or []byte is sent as it is).
+func (e *Env) Do(method, path, key string, body any) Response {
+	e.T.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.Server.URL+path, rd)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.Server.Client().Do(req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	_ = json.Unmarshal(raw, &r.Body)
+	return r
+}
+
+// ErrorCode returns the refusal name of an error response.
+func (r Response) ErrorCode() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// ErrorHint returns the hint of an error response.
+func (r Response) ErrorHint() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["hint"].(string)
+	return c
+}

@@ -1,0 +1,226 @@
+package service
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/rules"
+	"github.com/ladderhq/ladder/stats"
+)
+
+// WeekRow is one week of an evidence pack's weekly figures.
+type WeekRow struct {
+	Week        int      `json:"week"`
+	ISOWeek     string   `json:"iso_week"`
+	N           int      `json:"n"`
+	Agreements  int      `json:"agreements"`
+	Accuracy    *float64 `json:"accuracy"`
+	WilsonLower float64  `json:"wilson_lower"`
+	WilsonUpper float64  `json:"wilson_upper"`
+}
+
+// OperatorError is the share of double-reviewed human-handled items where
+// the second reviewer found the first wrong.
+type OperatorError struct {
+	N      int      `json:"n"`
+	Errors int      `json:"errors"`
+	Rate   *float64 `json:"rate"`
+}
+
+// Figures are a step's weekly and pooled figures.
+type Figures struct {
+	Weekly        []WeekRow     `json:"weekly"`
+	Rolling2      stats.Window  `json:"rolling_2"`
+	Rolling4      stats.Window  `json:"rolling_4"`
+	OperatorError OperatorError `json:"operator_error"`
+}
+
+// weekSeries is a step's aggregates laid out by week number: week 1 is the
+// step's first week of records, and missing weeks are zero rows.
+type weekSeries struct {
+	first time.Time // Monday of week 1
+	rows  []ladder.WeekAgg
+}
+
+func weekIndex(first, start time.Time) int {
+	return int(math.Round(start.Sub(first).Hours()/(24*7))) + 1
+}
+
+// buildSeries sums aggregates per week. With epoch >= 0 only that epoch's
+// rows count (the rules' view); with epoch < 0 every epoch counts (what a
+// person reads in the pack).
+func buildSeries(weeks []ladder.WeekAgg, epoch int, upto time.Time) weekSeries {
+	if len(weeks) == 0 {
+		return weekSeries{}
+	}
+	first := weeks[0].WeekStart
+	for _, w := range weeks {
+		if w.WeekStart.Before(first) {
+			first = w.WeekStart
+		}
+	}
+	last := 0
+	for _, w := range weeks {
+		last = max(last, weekIndex(first, w.WeekStart))
+	}
+	if !upto.IsZero() {
+		_, start := ladder.ISOWeek(upto)
+		last = max(last, weekIndex(first, start))
+	}
+	rows := make([]ladder.WeekAgg, last)
+	for i := range rows {
+		rows[i].WeekStart = first.AddDate(0, 0, 7*i)
+		rows[i].ISOWeek, _ = ladder.ISOWeek(rows[i].WeekStart)
+	}
+	for _, w := range weeks {
+		if epoch >= 0 && w.Epoch != epoch {
+			continue
+		}
+		r := &rows[weekIndex(first, w.WeekStart)-1]
+		r.N += w.N
+		r.Agreements += w.Agreements
+		r.AuditN += w.AuditN
+		r.AuditAgree += w.AuditAgree
+		r.Sev1 += w.Sev1
+		r.OpN += w.OpN
+		r.OpErrors += w.OpErrors
+	}
+	return weekSeries{first: first, rows: rows}
+}
+
+func (ws weekSeries) counts() []stats.Counts {
+	out := make([]stats.Counts, len(ws.rows))
+	for i, r := range ws.rows {
+		out[i] = stats.Counts{N: r.N, Agreements: r.Agreements}
+	}
+	return out
+}
+
+// tail returns the pooled aggregate of the last k rows.
+func (ws weekSeries) tail(k int) ladder.WeekAgg {
+	var t ladder.WeekAgg
+	for i := max(0, len(ws.rows)-k); i < len(ws.rows); i++ {
+		r := ws.rows[i]
+		t.N += r.N
+		t.Agreements += r.Agreements
+		t.AuditN += r.AuditN
+		t.AuditAgree += r.AuditAgree
+		t.OpN += r.OpN
+		t.OpErrors += r.OpErrors
+	}
+	return t
+}
+
+func rolling(ws weekSeries, k int) stats.Window {
+	if len(ws.rows) == 0 {
+		return stats.NewWindow(0, 0, stats.Counts{}, stats.Z95)
+	}
+	return stats.Rolling(ws.counts(), k, stats.Z95)
+}
+
+// figures builds the pack's figures from every epoch, up to the last week
+// with records (the "evidence to week N" of seed 000).
+func figures(weeks []ladder.WeekAgg) (Figures, int) {
+	ws := buildSeries(weeks, -1, time.Time{})
+	f := Figures{Weekly: []WeekRow{}}
+	for i, r := range ws.rows {
+		lo, hi := stats.Wilson(r.Agreements, r.N, stats.Z95)
+		row := WeekRow{Week: i + 1, ISOWeek: r.ISOWeek, N: r.N, Agreements: r.Agreements, WilsonLower: round4(lo), WilsonUpper: round4(hi)}
+		if r.N > 0 {
+			a := round4(float64(r.Agreements) / float64(r.N))
+			row.Accuracy = &a
+		}
+		f.Weekly = append(f.Weekly, row)
+	}
+	f.Rolling2 = roundWindow(rolling(ws, 2))
+	f.Rolling4 = roundWindow(rolling(ws, 4))
+	op := ws.tail(4)
+	f.OperatorError = OperatorError{N: op.OpN, Errors: op.OpErrors}
+	if op.OpN > 0 {
+		r := round4(float64(op.OpErrors) / float64(op.OpN))
+		f.OperatorError.Rate = &r
+	}
+	return f, len(ws.rows)
+}
+
+func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
+
+func roundWindow(w stats.Window) stats.Window {
+	w.WilsonLower, w.WilsonUpper = round4(w.WilsonLower), round4(w.WilsonUpper)
+	if w.Accuracy != nil {
+		a := round4(*w.Accuracy)
+		w.Accuracy = &a
+	}
+	return w
+}
+
+// RuleInput gathers what the lane rules need for one step from its state,
+// its aggregates (current epoch only) and its outcome counts.
+func RuleInput(step ladder.Step, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, now time.Time) rules.Input {
+	ws := buildSeries(weeks, state.Epoch, now)
+	r2, r4 := ws.tail(2), ws.tail(4)
+	return rules.Input{
+		Class: step.Class, Lane: state.Lane, LaneSince: state.LaneSince, Now: now, Pinned: state.Pinned,
+		Rolling2:  stats.Counts{N: r2.N, Agreements: r2.Agreements},
+		Rolling4:  stats.Counts{N: r4.N, Agreements: r4.Agreements},
+		OperatorN: r4.OpN, OperatorErrors: r4.OpErrors,
+		Outcome:    OutcomeTest(oc),
+		LastSev1At: state.LastSev1At,
+	}
+}
+
+// OutcomeTest runs the non-inferiority test of agent- against
+// person-handled outcome failures (margin 2 points, α 0.05).
+func OutcomeTest(oc ladder.OutcomeCounts) stats.NIResult {
+	return stats.NonInferiority(oc.AgentN, oc.AgentFailures, oc.PersonN, oc.PersonFailures, stats.DefaultMargin, stats.DefaultAlpha)
+}
+
+// pct formats a proportion as a percentage with one decimal.
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+// Why is the one sentence that says why a step is in its lane (seed 000).
+func Why(step ladder.Step, state ladder.StepState, weeks []ladder.WeekAgg, th rules.Thresholds, now time.Time) string {
+	ws := buildSeries(weeks, -1, time.Time{})
+	switch {
+	case state.Pinned:
+		return fmt.Sprintf("A person pinned this step to %s: %s; the rules do not move it until it is unpinned.", state.Lane, state.PinReason)
+	case state.Lane == ladder.LaneHumanOnly:
+		return "A person does this step; it moves only when a person pins it to shadow so the agent's work can be measured."
+	case state.Lane == ladder.LaneAuto:
+		a := ws.tail(2)
+		if a.AuditN == 0 {
+			return "No audits in the last 2 weeks yet; the step drops back if the outcome test or the audits turn."
+		}
+		return fmt.Sprintf("Audits in the last 2 weeks: %s right on %d; the step drops back if the outcome test or the audits turn.",
+			pct(float64(a.AuditAgree)/float64(a.AuditN)), a.AuditN)
+	case state.Lane == ladder.LanePropose:
+		t := ws.tail(4)
+		if t.N == 0 {
+			return fmt.Sprintf("A person approves every proposal; no reviews in the last 4 weeks yet, and auto needs a Wilson lower bound of %.2f on %d.", th.AutoLower, th.AutoMinN)
+		}
+		lo, _ := stats.Wilson(t.Agreements, t.N, stats.Z95)
+		return fmt.Sprintf("A person approves every proposal: %s accepted unchanged on %d in the last 4 weeks (Wilson lower bound %.3f); auto needs %.2f on %d.",
+			pct(float64(t.Agreements)/float64(t.N)), t.N, lo, th.AutoLower, th.AutoMinN)
+	default: // shadow
+		t := ws.tail(4)
+		if t.N == 0 {
+			return fmt.Sprintf("The agent works in shadow; no comparisons in the last 4 weeks yet, and propose needs a Wilson lower bound of %.2f on %d.", th.ProposeLower, th.ProposeMinN)
+		}
+		lo, _ := stats.Wilson(t.Agreements, t.N, stats.Z95)
+		return fmt.Sprintf("The agent works in shadow: it agreed with the person on %s of %d items in the last 4 weeks (Wilson lower bound %.3f); propose needs %.2f on %d.",
+			pct(float64(t.Agreements)/float64(t.N)), t.N, lo, th.ProposeLower, th.ProposeMinN)
+	}
+}
+
+// sortWeeks orders aggregates by week, then epoch.
+func sortWeeks(w []ladder.WeekAgg) {
+	sort.Slice(w, func(i, j int) bool {
+		if !w[i].WeekStart.Equal(w[j].WeekStart) {
+			return w[i].WeekStart.Before(w[j].WeekStart)
+		}
+		return w[i].Epoch < w[j].Epoch
+	})
+}

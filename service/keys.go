@@ -1,0 +1,162 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ladderhq/ladder"
+)
+
+// Authenticate resolves a bearer token to its principal. A missing token is
+// KEY_MISSING; a malformed, unknown, revoked or expired one is KEY_INVALID
+// (the same answer for each, so a caller learns nothing), while the log says
+// which — by key id, never the secret.
+func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Principal, error) {
+	if token == "" {
+		return ladder.Principal{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: "no key was sent", Hint: "send the header Authorization: Bearer ldr_<id>_<secret> with a key of this workspace"}
+	}
+	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "the key is not valid", Hint: "check the key; it may be revoked or expired — ask an admin for a new one (ladder keys create)"}
+	id, hash, err := ladder.ParseKeyToken(token)
+	if err != nil {
+		s.log.InfoContext(ctx, "key refused", "reason", "malformed")
+		return ladder.Principal{}, invalid
+	}
+	k, err := s.store.GetKey(ctx, id)
+	if errors.Is(err, ladder.ErrNotFound) {
+		s.log.InfoContext(ctx, "key refused", "reason", "unknown", "key_id", id)
+		return ladder.Principal{}, invalid
+	}
+	if err != nil {
+		return ladder.Principal{}, storeErr("get key", err)
+	}
+	if !k.SecretMatches(hash) {
+		s.log.InfoContext(ctx, "key refused", "reason", "secret mismatch", "key_id", id)
+		return ladder.Principal{}, invalid
+	}
+	now := s.now()
+	if k.RevokedAt != nil {
+		s.log.InfoContext(ctx, "key refused", "reason", "revoked", "key_id", id)
+		return ladder.Principal{}, invalid
+	}
+	if !k.Active(now) {
+		s.log.InfoContext(ctx, "key refused", "reason", "expired", "key_id", id)
+		return ladder.Principal{}, invalid
+	}
+	return ladder.Principal{KeyID: k.ID, Workspace: k.Workspace, Kind: k.Kind}, nil
+}
+
+// KeyRequest asks for a new key.
+type KeyRequest struct {
+	Workspace string         `json:"workspace"`
+	Kind      ladder.KeyKind `json:"kind"`
+	Name      string         `json:"name,omitempty"`
+	// ExpiresIn, when non-zero, makes the key expire that long after creation.
+	ExpiresIn time.Duration `json:"-"`
+}
+
+// CreateKey creates a key and returns it with its token, which is shown
+// once and never stored. actor is the key id of whoever asked ("cli" for a
+// local command).
+func (s *Service) CreateKey(ctx context.Context, actor string, req KeyRequest) (ladder.Key, string, error) {
+	if !req.Kind.Valid() {
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use kind agent, human or admin", "kind %q is not a key kind", req.Kind)
+	}
+	if req.Workspace == AllWorkspaces {
+		if req.Kind != ladder.KeyAdmin {
+			return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "name one workspace for agent and human keys", "only an admin key may span every workspace (%q)", AllWorkspaces)
+		}
+	} else if _, ok := s.workspaces[req.Workspace]; !ok {
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use one of: "+strings.Join(s.order, ", "), "workspace %q is not in the config", req.Workspace)
+	}
+	if req.ExpiresIn < 0 {
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "give a positive duration such as 720h", "expiry %s is in the past", req.ExpiresIn)
+	}
+	id, token, hash := ladder.NewKeyToken()
+	now := s.now().UTC().Truncate(time.Microsecond)
+	k := ladder.Key{ID: id, Workspace: req.Workspace, Kind: req.Kind, Name: req.Name, SecretHash: hash, CreatedAt: now}
+	if req.ExpiresIn > 0 {
+		exp := now.Add(req.ExpiresIn)
+		k.ExpiresAt = &exp
+	}
+	entry, err := ladder.NewAuditEntry(auditWorkspace(req.Workspace), actor, ladder.AuditKeyCreate, id, now, map[string]any{"key_id": id, "kind": req.Kind, "name": req.Name, "workspace": req.Workspace, "expires_at": k.ExpiresAt})
+	if err != nil {
+		return ladder.Key{}, "", err
+	}
+	if err := s.store.CreateKey(ctx, k, entry); err != nil {
+		return ladder.Key{}, "", storeErr("create key", err)
+	}
+	return k, token, nil
+}
+
+// auditWorkspace files records about the all-workspaces admin key under "*".
+func auditWorkspace(ws string) string { return ws }
+
+// ListKeys lists the keys of a workspace; "" or "*" lists every key.
+func (s *Service) ListKeys(ctx context.Context, workspace string) ([]ladder.Key, error) {
+	if workspace == AllWorkspaces {
+		workspace = ""
+	}
+	keys, err := s.store.ListKeys(ctx, workspace)
+	return keys, storeErr("list keys", err)
+}
+
+// RevokeKey revokes a key. scope limits which workspace's keys the actor may
+// revoke ("*" for any); a key outside it is reported as not found.
+func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladder.Key, error) {
+	k, err := s.store.GetKey(ctx, id)
+	if errors.Is(err, ladder.ErrNotFound) || (err == nil && scope != AllWorkspaces && k.Workspace != scope) {
+		return ladder.Key{}, ladder.Errorf(ladder.CodeNotFound, "list keys with `ladder keys list` and use an id from it", "no key %q", id)
+	}
+	if err != nil {
+		return ladder.Key{}, storeErr("get key", err)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	entry, err := ladder.NewAuditEntry(k.Workspace, actor, ladder.AuditKeyRevoke, id, now, map[string]any{"key_id": id})
+	if err != nil {
+		return ladder.Key{}, err
+	}
+	if err := s.store.RevokeKey(ctx, id, now, entry); err != nil {
+		return ladder.Key{}, storeErr("revoke key", err)
+	}
+	k.RevokedAt = &now
+	return k, nil
+}
+
+// Bootstrap makes sure an admin key exists: on an empty key table it creates
+// an all-workspaces admin key — from adminToken when given (LADDER_ADMIN_KEY),
+// otherwise a fresh one — and returns its token so the caller can print it
+// once. It returns "" when keys exist already.
+func (s *Service) Bootstrap(ctx context.Context, adminToken string) (string, error) {
+	n, err := s.store.CountKeys(ctx)
+	if err != nil {
+		return "", fmt.Errorf("count keys: %w", err)
+	}
+	if n > 0 {
+		return "", nil
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var k ladder.Key
+	token := adminToken
+	if token != "" {
+		id, hash, err := ladder.ParseKeyToken(token)
+		if err != nil {
+			return "", fmt.Errorf("LADDER_ADMIN_KEY: %w", err)
+		}
+		k = ladder.Key{ID: id, Workspace: AllWorkspaces, Kind: ladder.KeyAdmin, Name: "bootstrap admin", SecretHash: hash, CreatedAt: now}
+	} else {
+		id, tok, hash := ladder.NewKeyToken()
+		token = tok
+		k = ladder.Key{ID: id, Workspace: AllWorkspaces, Kind: ladder.KeyAdmin, Name: "bootstrap admin", SecretHash: hash, CreatedAt: now}
+	}
+	entry, err := ladder.NewAuditEntry(AllWorkspaces, "system", ladder.AuditKeyCreate, k.ID, now, map[string]any{"key_id": k.ID, "kind": k.Kind, "name": k.Name, "workspace": k.Workspace})
+	if err != nil {
+		return "", err
+	}
+	if err := s.store.CreateKey(ctx, k, entry); err != nil {
+		return "", fmt.Errorf("create admin key: %w", err)
+	}
+	return token, nil
+}

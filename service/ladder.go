@@ -1,0 +1,571 @@
+package service
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/rules"
+	"github.com/ladderhq/ladder/stats"
+)
+
+// InitialStates returns the starting state of every declared step, for
+// EnsureSteps on start-up.
+func (s *Service) InitialStates() []ladder.StepState {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var out []ladder.StepState
+	for _, wid := range s.order {
+		for _, st := range s.Steps(wid, "") {
+			th := s.thresholdsFor(wid, st)
+			rate := st.AuditRate
+			if rate == 0 {
+				vol := float64(st.WeeklyVolume)
+				if vol <= 0 {
+					vol = 100
+				}
+				rate = rules.InitialAuditRate(st.Class, th.AutoLower, vol)
+			}
+			lane := st.StartLane
+			if lane == "" {
+				lane = ladder.LaneShadow
+			}
+			out = append(out, ladder.StepState{Workspace: wid, Queue: st.Queue, Step: st.ID, Lane: lane, LaneSince: now, AuditRate: rate, AuditRateSince: now})
+		}
+	}
+	return out
+}
+
+func (s *Service) thresholdsFor(workspace string, st ladder.Step) rules.Thresholds {
+	if t, ok := s.rules[ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}]; ok {
+		return t
+	}
+	return rules.Defaults(st.Class)
+}
+
+// Thresholds returns the lane rules in force for a step.
+func (s *Service) Thresholds(workspace string, st ladder.Step) rules.Thresholds {
+	return s.thresholdsFor(workspace, st)
+}
+
+// sampled decides blind, deterministic audit sampling:
+// H(secret, workspace, step, item) < rate. The same item always gets the
+// same answer, and without the secret the agent cannot predict it.
+func (s *Service) sampled(workspace, queue, step, item string, rate float64) bool {
+	if rate <= 0 {
+		return false
+	}
+	if rate >= 1 {
+		return true
+	}
+	m := hmac.New(sha256.New, s.auditSecret)
+	for _, part := range []string{workspace, queue, step, item} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
+	sum := m.Sum(nil)
+	u := float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
+	return u < rate
+}
+
+// RouteRequest asks for a decision for one item at one step.
+type RouteRequest struct {
+	Queue    string          `json:"queue,omitempty"`
+	Step     string          `json:"step"`
+	Item     string          `json:"item"`
+	Features json.RawMessage `json:"features,omitempty"`
+}
+
+// Decide computes a route without I/O from a step's state: the decision
+// follows the lane, and items in auto are sampled for audit.
+func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepState, item string) ladder.Route {
+	r := ladder.Route{Workspace: workspace, Queue: st.Queue, Step: st.ID, Item: item, Lane: state.Lane, Decision: ladder.DecisionFor(state.Lane), AuditRate: round4(state.AuditRate)}
+	switch state.Lane {
+	case ladder.LaneAuto:
+		r.Audit = s.sampled(workspace, st.Queue, st.ID, item, state.AuditRate)
+		if r.Audit {
+			r.Reason = fmt.Sprintf("%s runs alone (auto); this item is sampled for audit, so a person will check the result afterwards.", st.Name)
+		} else {
+			r.Reason = fmt.Sprintf("%s runs alone (auto); act, and the result is recorded.", st.Name)
+		}
+	case ladder.LanePropose:
+		r.Reason = fmt.Sprintf("%s is in propose: send your proposal and wait; a person approves it before anything runs.", st.Name)
+	case ladder.LaneShadow:
+		r.Reason = fmt.Sprintf("%s is in shadow: a person handles this item, and your output is compared with theirs.", st.Name)
+	default:
+		r.Reason = fmt.Sprintf("%s is human-only: a person handles this item.", st.Name)
+	}
+	return r
+}
+
+// Route decides one item at one step and records the route (logged in the
+// audit log). A repeated call for the same step and item returns the first
+// route.
+func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteRequest) (ladder.Route, error) {
+	if strings.TrimSpace(req.Item) == "" {
+		return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is required", Hint: "give the id of the work item, e.g. the bill number", Data: map[string]any{"field": "item"}}
+	}
+	if len(req.Item) > 512 {
+		return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is longer than 512 characters", Hint: "send the item's id, not its content", Data: map[string]any{"field": "item"}}
+	}
+	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
+	if err != nil {
+		return ladder.Route{}, err
+	}
+	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
+	state, err := s.store.GetStepState(ctx, key)
+	if err != nil {
+		return ladder.Route{}, storeErr("get step state", err)
+	}
+	r := s.Decide(p.Workspace, st, state, req.Item)
+	r.ID = ladder.NewID("rt")
+	r.KeyID = p.KeyID
+	r.At = s.now().UTC().Truncate(time.Microsecond)
+	if len(req.Features) > 0 {
+		f, err := ladder.CanonicalJSON(req.Features)
+		if err != nil {
+			return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "features is not valid JSON", Hint: "send features as a JSON object", Data: map[string]any{"field": "features"}}
+		}
+		r.Features = f
+	}
+	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, map[string]any{
+		"queue": r.Queue, "step": r.Step, "item": r.Item, "decision": r.Decision, "lane": r.Lane, "audit": r.Audit, "audit_rate": r.AuditRate, "features": r.Features,
+	})
+	if err != nil {
+		return ladder.Route{}, err
+	}
+	got, _, err := s.store.RecordRoute(ctx, r, entry)
+	if err != nil {
+		return ladder.Route{}, storeErr("record route", err)
+	}
+	return got, nil
+}
+
+// ReviewRequest is a person's verdict on a routed item.
+type ReviewRequest struct {
+	Verdict       string          `json:"verdict"`
+	Correction    json.RawMessage `json:"correction,omitempty"`
+	Severity      int             `json:"severity,omitempty"`
+	OperatorError *bool           `json:"operator_error,omitempty"`
+	Note          string          `json:"note,omitempty"`
+	Adjudication  bool            `json:"adjudication,omitempty"`
+}
+
+// ReviewResult is what recording a review did.
+type ReviewResult struct {
+	Review     ladder.Review      `json:"review"`
+	Lane       ladder.Lane        `json:"lane"`
+	LaneChange *ladder.LaneChange `json:"lane_change,omitempty"`
+}
+
+// Review records a person's verdict on a route, updates the week's
+// aggregates and re-evaluates the step's lane in the same transaction.
+func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string, req ReviewRequest) (ReviewResult, error) {
+	v := ladder.Verdict(req.Verdict)
+	if v != ladder.VerdictAgree && v != ladder.VerdictDisagree {
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
+	}
+	if req.Severity != 0 && (req.Severity < 1 || req.Severity > 3) {
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), Hint: "1 is the most severe; leave it out for an agreement", Data: map[string]any{"field": "severity"}}
+	}
+	if v == ladder.VerdictAgree && req.Severity != 0 {
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "severity applies to disagreements only", Hint: "leave severity out, or send verdict disagree", Data: map[string]any{"field": "severity"}}
+	}
+	route, err := s.store.GetRoute(ctx, p.Workspace, routeID)
+	if errors.Is(err, ladder.ErrNotFound) {
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeRouteNotFound, Message: fmt.Sprintf("no route %q in this workspace", routeID), Hint: "use the route_id returned by POST /v1/route or route_item"}
+	}
+	if err != nil {
+		return ReviewResult{}, storeErr("get route", err)
+	}
+	st, err := s.FindStep(p.Workspace, route.Queue, route.Step)
+	if err != nil {
+		return ReviewResult{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	kind := ladder.ReviewShadow
+	switch route.Lane {
+	case ladder.LaneAuto:
+		kind = ladder.ReviewAudit
+	case ladder.LanePropose:
+		kind = ladder.ReviewApproval
+	}
+	rv := ladder.Review{ID: ladder.NewID("rv"), RouteID: route.ID, Workspace: p.Workspace, Queue: route.Queue, Step: route.Step, Item: route.Item,
+		Kind: kind, Verdict: v, Severity: req.Severity, OperatorError: req.OperatorError, Note: req.Note, Adjudication: req.Adjudication, Reviewer: p.KeyID, At: now}
+	if len(req.Correction) > 0 {
+		c, err := ladder.CanonicalJSON(req.Correction)
+		if err != nil {
+			return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "correction is not valid JSON", Hint: "send the corrected output as JSON", Data: map[string]any{"field": "correction"}}
+		}
+		rv.Correction = c
+	}
+	return s.recordReview(ctx, st, rv, p.KeyID)
+}
+
+// recordReview stores a review and runs the lane rules inside its
+// transaction. Approvals of step-tied proposals come through here too.
+func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Review, actor string) (ReviewResult, error) {
+	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
+	oc, err := s.store.OutcomeCounts(ctx, key)
+	if err != nil {
+		return ReviewResult{}, storeErr("outcome counts", err)
+	}
+	week, weekStart := ladder.ISOWeek(rv.At)
+	entry, err := ladder.NewAuditEntry(rv.Workspace, actor, ladder.AuditReview, rv.ID, rv.At, map[string]any{
+		"route_id": rv.RouteID, "queue": rv.Queue, "step": rv.Step, "item": rv.Item, "kind": rv.Kind, "verdict": rv.Verdict,
+		"severity": rv.Severity, "operator_error": rv.OperatorError, "adjudication": rv.Adjudication, "note": rv.Note, "correction": rv.Correction,
+	})
+	if err != nil {
+		return ReviewResult{}, err
+	}
+	th := s.thresholdsFor(rv.Workspace, st)
+	decide := func(state ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		return s.applyRules(st, th, state, weeks, oc, rv, actor)
+	}
+	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
+	switch {
+	case errors.Is(err, ladder.ErrConflict):
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "this route was reviewed already", Hint: `to overrule the first review, send "adjudication": true`}
+	case errors.Is(err, ladder.ErrNotFound):
+		return ReviewResult{}, &ladder.Error{Code: ladder.CodeRouteNotFound, Message: fmt.Sprintf("no route %q in this workspace", rv.RouteID), Hint: "use the route_id returned by POST /v1/route or route_item"}
+	case err != nil:
+		return ReviewResult{}, storeErr("record review", err)
+	}
+	return ReviewResult{Review: rv, Lane: state.Lane, LaneChange: change}, nil
+}
+
+// applyRules is the decider run inside a review's transaction: it updates
+// the severity-1 clock and the audit rate, then applies the lane rules.
+func (s *Service) applyRules(st ladder.Step, th rules.Thresholds, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, rv ladder.Review, actor string) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+	now := rv.At
+	failed := rv.Verdict == ladder.VerdictDisagree
+	if failed && rv.Severity == 1 {
+		state.LastSev1At = now
+	}
+	if rv.Kind == ladder.ReviewAudit && state.Lane == ladder.LaneAuto {
+		if failed {
+			state.LastAuditFailAt = now
+			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, true, 0)
+			state.AuditRateSince = now
+		} else if clean := int(now.Sub(state.AuditRateSince) / rules.Week); clean >= rules.AuditCleanWeeks {
+			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, false, clean)
+			state.AuditRateSince = now
+		}
+	}
+	in := RuleInput(st, state, weeks, oc, now)
+	in.Sev1AuditFailure = rv.Kind == ladder.ReviewAudit && failed && rv.Severity == 1
+	res := rules.Evaluate(th, in)
+	if res.Move == nil {
+		return state, nil, nil, nil
+	}
+	return s.Move(state, res.Move, actor, now)
+}
+
+// Move applies a rule's lane move to state and returns the lane change and
+// its audit entry.
+func (s *Service) Move(state ladder.StepState, m *rules.Move, actor string, now time.Time) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+	ch := &ladder.LaneChange{ID: ladder.NewID("lc"), Workspace: state.Workspace, Queue: state.Queue, Step: state.Step, At: now,
+		From: m.From, To: m.To, Rule: m.Rule, Numbers: roundNumbers(m.Numbers), Actor: "rules (after a review by " + actor + ")"}
+	state.Lane, state.LaneSince = m.To, now
+	if m.NewEpoch {
+		state.Epoch++
+	}
+	if m.To == ladder.LaneAuto {
+		state.AuditRateSince = now
+	}
+	e, err := ladder.NewAuditEntry(state.Workspace, actor, ladder.AuditLaneChange, ch.ID, now, ch)
+	if err != nil {
+		return state, nil, nil, err
+	}
+	return state, ch, []ladder.AuditEntry{e}, nil
+}
+
+func roundNumbers(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			continue
+		}
+		out[k] = math.Round(v*1e6) / 1e6
+	}
+	return out
+}
+
+// OutcomeRequest reports the downstream result of an item.
+type OutcomeRequest struct {
+	Queue     string `json:"queue,omitempty"`
+	Step      string `json:"step"`
+	Item      string `json:"item"`
+	HandledBy string `json:"handled_by"`
+	OK        *bool  `json:"ok"`
+}
+
+// RecordOutcome records an item's downstream result for the outcome test.
+func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req OutcomeRequest) (ladder.Outcome, error) {
+	if req.HandledBy != ladder.HandledByAgent && req.HandledBy != ladder.HandledByPerson {
+		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("handled_by %q is not allowed; allowed values: agent, person", req.HandledBy), Hint: "say who handled the item", Data: map[string]any{"field": "handled_by", "allowed": []string{"agent", "person"}}}
+	}
+	if req.OK == nil {
+		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "ok is required", Hint: "send ok: true when the item had no downstream failure (no dispute, no re-rate)", Data: map[string]any{"field": "ok"}}
+	}
+	if strings.TrimSpace(req.Item) == "" {
+		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is required", Hint: "give the id of the work item", Data: map[string]any{"field": "item"}}
+	}
+	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
+	if err != nil {
+		return ladder.Outcome{}, err
+	}
+	o := ladder.Outcome{ID: ladder.NewID("oc"), Workspace: p.Workspace, Queue: st.Queue, Step: st.ID, Item: req.Item, HandledBy: req.HandledBy, OK: *req.OK, At: s.now().UTC().Truncate(time.Microsecond)}
+	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditOutcome, o.ID, o.At, o)
+	if err != nil {
+		return ladder.Outcome{}, err
+	}
+	if err := s.store.RecordOutcome(ctx, o, e); err != nil {
+		return ladder.Outcome{}, storeErr("record outcome", err)
+	}
+	return o, nil
+}
+
+// PinRequest pins a step to a lane (or unpins it).
+type PinRequest struct {
+	Lane   string `json:"lane,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Pin sets a step's lane by a person's hand; the rules leave a pinned step
+// alone. Pinning to a lower lane starts a new epoch, like a demotion.
+func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req PinRequest, pin bool) (ladder.StepState, error) {
+	if strings.TrimSpace(req.Reason) == "" {
+		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "reason is required", Hint: "say why, in a sentence; it is shown in the evidence pack", Data: map[string]any{"field": "reason"}}
+	}
+	st, err := s.FindStep(p.Workspace, queue, step)
+	if err != nil {
+		return ladder.StepState{}, err
+	}
+	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
+	state, err := s.store.GetStepState(ctx, key)
+	if err != nil {
+		return ladder.StepState{}, storeErr("get step state", err)
+	}
+	to := state.Lane
+	if pin {
+		to = ladder.Lane(req.Lane)
+		if !to.Valid() {
+			return ladder.StepState{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("lane %q is not allowed; allowed values: human_only, shadow, propose, auto", req.Lane), Hint: "name the lane to pin the step to", Data: map[string]any{"field": "lane"}}
+		}
+	} else if !state.Pinned {
+		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step is not pinned", Hint: "nothing to do; pin it first to hold it in a lane"}
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	rule, kind := "pinned by a person", ladder.AuditPin
+	if !pin {
+		rule, kind = "unpinned by a person", ladder.AuditUnpin
+	}
+	ch := ladder.LaneChange{ID: ladder.NewID("lc"), Workspace: p.Workspace, Queue: st.Queue, Step: st.ID, At: now, From: state.Lane, To: to, Rule: rule, Numbers: map[string]float64{}, Actor: p.KeyID, Reason: req.Reason}
+	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, kind, ch.ID, now, ch)
+	if err != nil {
+		return ladder.StepState{}, err
+	}
+	got, err := s.store.SetLane(ctx, ladder.LaneWrite{Key: key, Change: ch, Pinned: pin, Reason: req.Reason, Audit: []ladder.AuditEntry{e}, IfVersion: state.Version})
+	if errors.Is(err, ladder.ErrConflict) {
+		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step changed while you were pinning it", Hint: "reload the step and try again"}
+	}
+	return got, storeErr("set lane", err)
+}
+
+// StepSummary is one row of which_steps_run_alone (seed 000).
+type StepSummary struct {
+	Queue              string      `json:"queue"`
+	Step               string      `json:"step"`
+	Name               string      `json:"name"`
+	Lane               ladder.Lane `json:"lane"`
+	RunsAlone          bool        `json:"runs_alone"`
+	MoneyMoving        bool        `json:"money_moving"`
+	Why                string      `json:"why"`
+	Last4WeeksAccuracy *float64    `json:"last_4_weeks_accuracy"`
+	AuditRate          float64     `json:"audit_rate"`
+	Evidence           string      `json:"evidence"`
+}
+
+// StepsView is the which_steps_run_alone answer.
+type StepsView struct {
+	Workspace string        `json:"workspace"`
+	Steps     []StepSummary `json:"steps"`
+	// Sentence is the one-sentence summary the text content starts with.
+	Sentence string `json:"-"`
+}
+
+// StepsRunAlone lists a workspace's steps with their lanes and why.
+// baseURL is this server's public URL, for the evidence links.
+func (s *Service) StepsRunAlone(ctx context.Context, workspace, queue, baseURL string) (StepsView, error) {
+	steps := s.Steps(workspace, queue)
+	if queue != "" && len(steps) == 0 {
+		_, err := s.FindStep(workspace, queue, "x")
+		return StepsView{}, err
+	}
+	states, err := s.store.ListStepStates(ctx, workspace)
+	if err != nil {
+		return StepsView{}, storeErr("list step states", err)
+	}
+	byKey := map[string]ladder.StepState{}
+	for _, st := range states {
+		byKey[st.Queue+"/"+st.Step] = st
+	}
+	view := StepsView{Workspace: workspace, Steps: []StepSummary{}}
+	var alone []string
+	now := s.now()
+	for _, st := range steps {
+		state, ok := byKey[st.Queue+"/"+st.ID]
+		if !ok {
+			state = ladder.StepState{Lane: st.StartLane}
+		}
+		weeks, err := s.store.WeekAggs(ctx, ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID})
+		if err != nil {
+			return StepsView{}, storeErr("week aggregates", err)
+		}
+		sortWeeks(weeks)
+		f, _ := figures(weeks)
+		row := StepSummary{Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, RunsAlone: state.Lane == ladder.LaneAuto, MoneyMoving: st.MoneyMoving,
+			Why: Why(st, state, weeks, s.thresholdsFor(workspace, st), now), Last4WeeksAccuracy: f.Rolling4.Accuracy, AuditRate: round4(state.AuditRate),
+			Evidence: strings.TrimSuffix(baseURL, "/") + "/v1/steps/" + st.Queue + "/" + st.ID + "/evidence"}
+		if row.RunsAlone {
+			alone = append(alone, st.Name)
+		}
+		view.Steps = append(view.Steps, row)
+	}
+	others := len(steps) - len(alone)
+	list := "none"
+	if len(alone) > 0 {
+		list = strings.Join(alone, "; ")
+	}
+	need := fmt.Sprintf("%d other steps need a person.", others)
+	if others == 1 {
+		need = "1 other step needs a person."
+	}
+	view.Sentence = fmt.Sprintf("Runs alone (Auto): %s. %s", list, need)
+	return view, nil
+}
+
+// OutcomeView is the outcome test in an evidence pack.
+type OutcomeView struct {
+	State  stats.NIState `json:"state"`
+	Agent  stats.Group   `json:"agent"`
+	Person stats.Group   `json:"person"`
+	Margin float64       `json:"margin"`
+	PValue *float64      `json:"p_value"`
+}
+
+// NextMoveView is the next possible move and how far the step is from it.
+type NextMoveView struct {
+	To    ladder.Lane                  `json:"to,omitempty"`
+	Rule  string                       `json:"rule"`
+	Needs map[string]rules.Requirement `json:"needs"`
+}
+
+// EvidencePack is the step_evidence answer (DESIGN.md §4); its field names
+// are the contract.
+type EvidencePack struct {
+	Workspace           string              `json:"workspace"`
+	Queue               string              `json:"queue"`
+	Step                string              `json:"step"`
+	Name                string              `json:"name"`
+	Lane                ladder.Lane         `json:"lane"`
+	Pinned              bool                `json:"pinned"`
+	MoneyMoving         bool                `json:"money_moving"`
+	Class               ladder.RiskClass    `json:"class"`
+	Why                 string              `json:"why"`
+	EvidenceToWeek      int                 `json:"evidence_to_week"`
+	AuditRate           float64             `json:"audit_rate"`
+	Figures             Figures             `json:"figures"`
+	LaneChanges         []ladder.LaneChange `json:"lane_changes"`
+	OutcomeTest         OutcomeView         `json:"outcome_test"`
+	NextMove            *NextMoveView       `json:"next_move"`
+	RecentDisagreements []ladder.Review     `json:"recent_disagreements"`
+	RecentAudits        []ladder.Review     `json:"recent_audits"`
+	Thresholds          rules.Thresholds    `json:"thresholds"`
+	// Sentence is the text content's first sentence(s) (seed 000).
+	Sentence string `json:"-"`
+}
+
+// Evidence builds a step's evidence pack from its weekly aggregates, so it
+// costs O(weeks), not O(reviews).
+func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (EvidencePack, error) {
+	st, err := s.FindStep(workspace, queue, step)
+	if err != nil {
+		return EvidencePack{}, err
+	}
+	key := ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}
+	state, err := s.store.GetStepState(ctx, key)
+	if err != nil {
+		return EvidencePack{}, storeErr("get step state", err)
+	}
+	weeks, err := s.store.WeekAggs(ctx, key)
+	if err != nil {
+		return EvidencePack{}, storeErr("week aggregates", err)
+	}
+	sortWeeks(weeks)
+	changes, err := s.store.LaneChanges(ctx, key)
+	if err != nil {
+		return EvidencePack{}, storeErr("lane changes", err)
+	}
+	oc, err := s.store.OutcomeCounts(ctx, key)
+	if err != nil {
+		return EvidencePack{}, storeErr("outcome counts", err)
+	}
+	dis, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: key, Disagreement: true, Limit: 10})
+	if err != nil {
+		return EvidencePack{}, storeErr("reviews", err)
+	}
+	aud, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: key, Kind: ladder.ReviewAudit, Limit: 10})
+	if err != nil {
+		return EvidencePack{}, storeErr("reviews", err)
+	}
+	now := s.now()
+	th := s.thresholdsFor(workspace, st)
+	f, toWeek := figures(weeks)
+	ot := OutcomeTest(oc)
+	pack := EvidencePack{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, Pinned: state.Pinned, MoneyMoving: st.MoneyMoving, Class: st.Class,
+		Why: Why(st, state, weeks, th, now), EvidenceToWeek: toWeek, AuditRate: round4(state.AuditRate), Figures: f, LaneChanges: changes,
+		OutcomeTest:         OutcomeView{State: ot.State, Agent: ot.Agent, Person: ot.Person, Margin: ot.Margin},
+		RecentDisagreements: dis, RecentAudits: aud, Thresholds: th}
+	if pack.LaneChanges == nil {
+		pack.LaneChanges = []ladder.LaneChange{}
+	}
+	if pack.RecentDisagreements == nil {
+		pack.RecentDisagreements = []ladder.Review{}
+	}
+	if pack.RecentAudits == nil {
+		pack.RecentAudits = []ladder.Review{}
+	}
+	if ot.State != stats.NINotStarted {
+		p := round4(ot.PValue)
+		pack.OutcomeTest.PValue = &p
+	}
+	res := rules.Evaluate(th, RuleInput(st, state, weeks, oc, now))
+	switch {
+	case res.Next != nil:
+		pack.NextMove = &NextMoveView{To: res.Next.To, Rule: res.Next.Rule, Needs: res.Next.Needs}
+	case res.Move != nil:
+		pack.NextMove = &NextMoveView{To: res.Move.To, Rule: res.Move.Rule + " (due at the next review)", Needs: map[string]rules.Requirement{}}
+	case res.Hold != "":
+		pack.NextMove = &NextMoveView{Rule: "held: " + res.Hold + " (only a person moves it)", Needs: map[string]rules.Requirement{}}
+	}
+	pack.Sentence = fmt.Sprintf("%s is in %s. Evidence to week %d: %s", st.Name, state.Lane, toWeek, evidenceSummary(f, pack.Why))
+	return pack, nil
+}
+
+func evidenceSummary(f Figures, why string) string {
+	r := f.Rolling4
+	if r.N == 0 || r.Accuracy == nil {
+		return "no reviews in the last 4 weeks. " + why
+	}
+	return fmt.Sprintf("the agent agreed with the person on %s of %d reviews over the last four weeks (Wilson 95%% %.3f–%.3f). %s",
+		pct(*r.Accuracy), r.N, r.WilsonLower, r.WilsonUpper, why)
+}

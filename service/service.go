@@ -1,0 +1,114 @@
+// Package service is ladder's application layer: it carries out what the
+// surfaces (REST, MCP, CLI, console) ask for — authenticate keys, route
+// items, record reviews, move lanes, build evidence packs — over a
+// ladder.Store, and returns *ladder.Error refusals that every surface renders
+// the same way. It holds no state another replica needs.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/rules"
+)
+
+// Options configure a Service.
+type Options struct {
+	Store      ladder.Store
+	Workspaces []ladder.Workspace
+	// Rules are per-step lane rules (class defaults with config overrides);
+	// a step without an entry gets its class defaults.
+	Rules map[ladder.StepKey]rules.Thresholds
+	// AuditSecret keys the blind audit sampling hash; agents never see it.
+	AuditSecret []byte
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Service is the application. It is safe for concurrent use.
+type Service struct {
+	store       ladder.Store
+	workspaces  map[string]*ladder.Workspace
+	order       []string
+	rules       map[ladder.StepKey]rules.Thresholds
+	auditSecret []byte
+	now         func() time.Time
+	log         *slog.Logger
+}
+
+// AllWorkspaces is the workspace of an operator's admin key that may manage
+// every workspace (the key printed by the first serve).
+const AllWorkspaces = "*"
+
+// New returns a Service.
+func New(opts Options) (*Service, error) {
+	if opts.Store == nil {
+		return nil, errors.New("service: a store is required")
+	}
+	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for i := range opts.Workspaces {
+		w := &opts.Workspaces[i]
+		s.workspaces[w.ID] = w
+		s.order = append(s.order, w.ID)
+	}
+	return s, nil
+}
+
+// Store returns the service's store.
+func (s *Service) Store() ladder.Store { return s.store }
+
+// Now returns the service clock's time.
+func (s *Service) Now() time.Time { return s.now() }
+
+// Workspace returns a declared workspace.
+func (s *Service) Workspace(id string) (*ladder.Workspace, bool) {
+	w, ok := s.workspaces[id]
+	return w, ok
+}
+
+// WorkspaceIDs returns the declared workspace ids in config order.
+func (s *Service) WorkspaceIDs() []string { return append([]string(nil), s.order...) }
+
+// Ready reports whether the store answers; /readyz uses it.
+func (s *Service) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return s.store.Ping(ctx)
+}
+
+// storeErr turns a store failure into a refusal: an unavailable store means
+// nothing was recorded, so the caller gets AUDIT_UNAVAILABLE.
+func storeErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ladder.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the audit log cannot be written right now, so nothing was done", Hint: "retry shortly; the operator is alerted through /readyz and metrics", Err: fmt.Errorf("%s: %w", op, err)}
+	}
+	var le *ladder.Error
+	if errors.As(err, &le) {
+		return le
+	}
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the store failed, so nothing was done", Hint: "retry shortly; if it persists, tell the operator", Err: fmt.Errorf("%s: %w", op, err)}
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
