@@ -28,6 +28,8 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	db := fs.String("db", "", "database path (default: a fresh file in a temporary folder)")
 	keysFile := fs.String("keys", "ladder-demo-keys.json", "where to write the demo keys as JSON")
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
+	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
+	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 3}
 	}
@@ -73,7 +75,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write keys file: %w", err)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, ready: func(url string) {
+	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, toolNames: *toolNames, openWorkspace: *openWS, ready: func(url string) {
 		printDemoBanner(e, url, *keysFile, keys)
 	}})
 }

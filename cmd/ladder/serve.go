@@ -71,6 +71,11 @@ type serveOptions struct {
 	out      io.Writer
 	ready    func(url string) // called once listening
 	demo     bool             // links use the listening address
+	// toolNames is the MCP tool-name form: canonical or portable.
+	toolNames string
+	// openWorkspace serves that workspace's MCP tools without a key to
+	// loopback clients. For conformance testing only.
+	openWorkspace string
 }
 
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
@@ -86,7 +91,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	if o.baseURL == "" && o.demo {
 		o.baseURL = url
 	}
-	h, err := newHandler(st, reg, o.baseURL)
+	h, err := newHandler(st, reg, o)
 	if err != nil {
 		ln.Close()
 		return err
@@ -126,6 +131,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	db := fs.String("db", "ladder.db", "SQLite file path, or a postgres:// URL")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	baseURL := fs.String("base-url", "", "public URL of this server for links (default: from each request's Host)")
+	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 3}
 	}
@@ -146,5 +152,5 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if token != "" && e.getenv("LADDER_ADMIN_KEY") == "" {
 		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL})
+	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames})
 }

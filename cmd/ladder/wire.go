@@ -10,6 +10,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/mcp"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
@@ -43,12 +44,15 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, getenv
 	return svc, nil
 }
 
-// newHandler builds the HTTP handler: REST, health, metrics.
-func newHandler(st *stack, reg *prometheus.Registry, baseURL string) (http.Handler, error) {
-	if baseURL == "" {
-		baseURL = st.cfg.Server.PublicURL
+// newHandler builds the HTTP handler: REST, /mcp, health, metrics.
+func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handler, error) {
+	m, err := mcp.New(mcp.Options{Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
+		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version})
+	if err != nil {
+		return nil, err
 	}
-	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: baseURL}), nil
+	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
+		Mounts: map[string]http.Handler{"/mcp": m}}), nil
 }
 
 func openPostgres(ctx context.Context, dsn string, log *slog.Logger) (ladder.Store, error) {

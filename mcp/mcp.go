@@ -1,0 +1,401 @@
+// Package mcp serves ladder's MCP surface (POST /mcp, and stdio through the
+// same handler) on github.com/modelcontextprotocol/go-sdk, stateless with
+// JSON responses so any replica answers any request.
+//
+// A thin front door runs before the SDK: it reads the body under the 1 MiB
+// limit, rejects hostile JSON (duplicate, case-variant or NUL-suffixed keys,
+// deep nesting), checks the Origin, authenticates the key, and answers the
+// seed 004 error contract itself — -32001 with the request id echoed for a
+// missing or bad key, -32000 HUMAN_KEY_REFUSED for a human key, -32602
+// UNKNOWN_CAPABILITY for a tool this workspace does not have. Only requests
+// that pass reach the SDK, with the caller's principal attached.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/service"
+)
+
+// MaxBodyBytes caps a request body (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// Tool name forms.
+const (
+	NamesCanonical = "canonical" // capability ids as they are: ticket6:readLedger
+	NamesPortable  = "portable"  // ':' replaced by '_': ticket6_readLedger
+)
+
+// Options configure the MCP handler.
+type Options struct {
+	Service *service.Service
+	Logger  *slog.Logger
+	// BaseURL is this server's public URL, for evidence links. Empty means
+	// it is derived from each request.
+	BaseURL string
+	// AllowedOrigins are browser origins accepted besides the server's own
+	// host. Requests without an Origin header (non-browser clients) pass.
+	AllowedOrigins []string
+	// OpenWorkspace, FOR TESTING ONLY, serves that workspace's tools without
+	// a key to clients on a loopback address (the MCP conformance suite
+	// sends no Authorization header). Calls are attributed to the key id
+	// "open-test".
+	OpenWorkspace string
+	// ToolNames is NamesCanonical (default) or NamesPortable.
+	ToolNames string
+	// Version is reported as the server's implementation version.
+	Version string
+}
+
+// Handler is the /mcp endpoint.
+type Handler struct {
+	opts    Options
+	svc     *service.Service
+	log     *slog.Logger
+	sdk     http.Handler
+	mu      sync.Mutex
+	servers map[string]*workspaceServer
+}
+
+// workspaceServer is one workspace's SDK server and its tool names.
+type workspaceServer struct {
+	server *sdk.Server
+	names  map[string]string // accepted name → registered name
+}
+
+// New returns the MCP handler.
+func New(opts Options) (*Handler, error) {
+	if opts.Service == nil {
+		return nil, errors.New("mcp: a service is required")
+	}
+	if opts.ToolNames == "" {
+		opts.ToolNames = NamesCanonical
+	}
+	if opts.ToolNames != NamesCanonical && opts.ToolNames != NamesPortable {
+		return nil, fmt.Errorf("mcp: tool names %q: use canonical or portable", opts.ToolNames)
+	}
+	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, ws := range h.svc.WorkspaceIDs() {
+		h.servers[ws] = h.buildServer(ws)
+	}
+	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		p, ok := principalFrom(r.Context())
+		if !ok {
+			return nil
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if ws := h.servers[p.Workspace]; ws != nil {
+			return ws.server
+		}
+		return nil
+	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxBodyBytes})
+	verifier := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		p, ok := principalFrom(ctx)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: p.KeyID, Extra: map[string]any{"workspace": p.Workspace, "kind": string(p.Kind)}}, nil
+	}
+	h.sdk = auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	return h, nil
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) (ladder.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(ladder.Principal)
+	return p, ok
+}
+
+// principalOf recovers the caller of a tool call from the token info the
+// front door attached.
+func principalOf(req *sdk.CallToolRequest) (ladder.Principal, bool) {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return ladder.Principal{}, false
+	}
+	ti := req.Extra.TokenInfo
+	ws, _ := ti.Extra["workspace"].(string)
+	kind, _ := ti.Extra["kind"].(string)
+	return ladder.Principal{KeyID: ti.UserID, Workspace: ws, Kind: ladder.KeyKind(kind)}, true
+}
+
+// envelope is a JSON-RPC request as the front door reads it.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		// Stateless: no GET stream and no session to DELETE.
+		w.Header().Set("Allow", "POST")
+		writeRPCError(w, http.StatusMethodNotAllowed, nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "use POST for MCP requests", Hint: "this server is stateless: POST each JSON-RPC request to /mcp"})
+		return
+	}
+	if err := h.checkOrigin(r); err != nil {
+		writeRPCError(w, http.StatusForbidden, nil, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "BODY_TOO_LARGE", Hint: "send a request body of at most 1 MiB"})
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "could not read the body", Hint: "resend the request"})
+		return
+	}
+	env, perr := parseEnvelope(body)
+	if perr != nil {
+		writeRPCError(w, http.StatusBadRequest, env.ID, perr)
+		return
+	}
+	p, aerr := h.authenticate(r)
+	if aerr != nil {
+		status := aerr.Code.Info().HTTPStatus
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
+		}
+		writeRPCError(w, status, env.ID, aerr)
+		return
+	}
+	if env.Method == "tools/call" {
+		rewritten, cerr := h.checkToolCall(p, env, body)
+		if cerr != nil {
+			writeRPCError(w, http.StatusOK, env.ID, cerr)
+			return
+		}
+		body = rewritten
+	}
+	if r.Header.Get("Authorization") == "" {
+		// OpenWorkspace mode: the SDK's bearer check wants a header.
+		r.Header.Set("Authorization", "Bearer open-test")
+	}
+	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	h.sdk.ServeHTTP(w, r)
+}
+
+// parseEnvelope checks the body strictly and reads the JSON-RPC envelope.
+func parseEnvelope(body []byte) (envelope, *ladder.Error) {
+	var env envelope
+	if err := strictjson.Check(body); err != nil {
+		return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+	}
+	if err := strictjson.Unmarshal(body, &env); err != nil {
+		// Recover the id for the error if the envelope is otherwise readable.
+		var loose struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(body, &loose)
+		env.ID = loose.ID
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+	}
+	if env.JSONRPC != "2.0" || env.Method == "" {
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+	}
+	return env, nil
+}
+
+// checkOrigin refuses browser requests from origins other than the
+// server's own host and the configured ones (DNS rebinding protection; the
+// SDK also refuses non-localhost Host headers arriving on loopback).
+func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	for _, o := range h.opts.AllowedOrigins {
+		if o == origin || o == "*" {
+			return nil
+		}
+	}
+	if u, err := url.Parse(origin); err == nil && u.Host == r.Host {
+		return nil
+	}
+	return &ladder.Error{Code: ladder.CodeOriginRefused, Message: "ORIGIN_REFUSED", Hint: "this origin is not allowed to call /mcp; add it to server.allowed_origins"}
+}
+
+// authenticate resolves the caller and refuses anything but an agent key.
+func (h *Handler) authenticate(r *http.Request) (ladder.Principal, *ladder.Error) {
+	token := bearer(r)
+	if token == "" && h.opts.OpenWorkspace != "" && isLoopback(r.RemoteAddr) {
+		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, nil
+	}
+	p, err := h.svc.Authenticate(r.Context(), token)
+	if err != nil {
+		return p, ladder.AsError(err)
+	}
+	if p.Kind == ladder.KeyHuman {
+		return p, &ladder.Error{Code: ladder.CodeHumanKeyRefused, Message: "HUMAN_KEY_REFUSED", Hint: "the MCP surface is for agents: use an agent key of this workspace; people approve and review in the console or over REST"}
+	}
+	if p.Kind != ladder.KeyAgent {
+		return p, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "KEY_KIND_REFUSED", Hint: "use an agent key of this workspace on /mcp"}
+	}
+	return p, nil
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// callParams are tools/call params as the front door reads them.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
+	Task      json.RawMessage `json:"task,omitempty"`
+}
+
+// checkToolCall refuses a tool the workspace does not serve and rewrites an
+// accepted alternate name (portable or canonical) to the registered one.
+func (h *Handler) checkToolCall(p ladder.Principal, env envelope, body []byte) ([]byte, *ladder.Error) {
+	var cp callParams
+	if err := strictjson.Unmarshal(env.Params, &cp); err != nil {
+		return nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
+	}
+	h.mu.Lock()
+	ws := h.servers[p.Workspace]
+	h.mu.Unlock()
+	if ws == nil {
+		return nil, &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
+	}
+	registered, ok := ws.names[cp.Name]
+	if !ok {
+		if e := h.notServed(p.Workspace, cp.Name); e != nil {
+			return nil, e
+		}
+		return nil, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
+	}
+	if registered == cp.Name {
+		return body, nil
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(body, &generic); err != nil {
+		return nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+	}
+	generic["params"].(map[string]any)["name"] = registered
+	out, err := json.Marshal(generic)
+	if err != nil {
+		return nil, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry"}
+	}
+	return out, nil
+}
+
+// notServed answers a call to a capability declared in the config but not
+// served yet.
+func (h *Handler) notServed(workspace, name string) *ladder.Error {
+	w, ok := h.svc.Workspace(workspace)
+	if !ok {
+		return nil
+	}
+	for _, c := range w.Capabilities {
+		if !c.Served && (c.ID == name || portable(c.ID) == name) {
+			return &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+		}
+	}
+	return nil
+}
+
+// portable spells a capability id in the portable tool-name form.
+func portable(id string) string { return strings.ReplaceAll(id, ":", "_") }
+
+// rpcErrorBody is a JSON-RPC error response.
+type rpcErrorBody struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   rpcError        `json:"error"`
+}
+
+type rpcError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data"`
+}
+
+// errorData is the data of every refusal: the refusal name, the sentence
+// and the hint, plus any detail the refusal carries.
+func errorData(e *ladder.Error) map[string]any {
+	data := map[string]any{"code": e.Code, "hint": e.Hint}
+	if e.Message != "" && e.Message != string(e.Code) {
+		data["message"] = e.Message
+	}
+	for k, v := range e.Data {
+		if k != "rpc_code" {
+			data[k] = v
+		}
+	}
+	return data
+}
+
+func rpcCode(e *ladder.Error) int {
+	if c, ok := e.Data["rpc_code"].(int); ok {
+		return c
+	}
+	return e.Code.Info().RPCCode
+}
+
+// writeRPCError writes a JSON-RPC error whose message and data.code are the
+// refusal name, echoing the request id (clients ignore an error whose id
+// is null).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *ladder.Error) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcError{Code: rpcCode(e), Message: string(e.Code), Data: errorData(e)}}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}
+
+// toRPCError turns a refusal inside a tool into the JSON-RPC error the SDK
+// sends.
+func toRPCError(e *ladder.Error) error {
+	data, _ := json.Marshal(errorData(e))
+	return &jsonrpc.Error{Code: int64(rpcCode(e)), Message: string(e.Code), Data: data}
+}

@@ -1,0 +1,238 @@
+package mcp
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/service"
+)
+
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// toolDef is one tool of the surface. Adding a tool is adding one entry to
+// a table below: its definition and its call.
+type toolDef struct {
+	name        string
+	title       string
+	description string
+	in, out     string // schema file names under schemas/, without .json
+	annotations sdk.ToolAnnotations
+	// call runs the tool for an agent of one workspace. It returns the text
+	// content, the structured content, or an error (a *ladder.Error becomes
+	// an isError result when the model can fix it, a JSON-RPC error else).
+	call func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// readOnly, write and external are the annotation sets the tools use.
+var (
+	readOnly = sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+	// recordOnly tools write to ladder's own log but change nothing
+	// outside it, and a repeat returns the first answer.
+	recordOnly = sdk.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+)
+
+// ladderTools are the tools of seed 000, in the fixed order of §3.1.
+func (h *Handler) ladderTools() []toolDef {
+	return []toolDef{
+		{
+			name: "which_steps_run_alone", title: "Which steps run alone",
+			description: "Lists the steps of this workspace's queues with their lane (human_only, shadow, propose, auto), whether the agent may run each alone, why, and last-4-weeks accuracy. Call it first to learn step names and before acting. Read-only; records nothing.",
+			in:          "which_steps_run_alone.in", out: "which_steps_run_alone.out", annotations: readOnly,
+			call: h.whichStepsRunAlone,
+		},
+		{
+			name: "step_evidence", title: "Step evidence",
+			description: "Returns one step's evidence pack: lane, why, weekly accuracy with Wilson 95% bounds, rolling 2- and 4-week windows, operator error rate, every lane change with its rule and numbers, the outcome test, recent disagreements and audits. Step is an id or plain name; call which_steps_run_alone for names. Read-only.",
+			in:          "step_evidence.in", out: "step_evidence.out", annotations: readOnly,
+			call: h.stepEvidence,
+		},
+		{
+			name: "route_item", title: "Route an item",
+			description: "Decides one item at one step before you act: act_alone (do it), propose (send a proposal and wait for a person) or human_only (leave it to a person), plus whether the item is sampled for audit. Same answer as POST /v1/route. Side effect: the route is recorded in the audit log; repeating it for the same item returns the first route.",
+			in:          "route_item.in", out: "route_item.out", annotations: recordOnly,
+			call: h.routeItem,
+		},
+	}
+}
+
+// decodeArgs reads tool arguments strictly; a fault is an isError result
+// naming the field.
+func decodeArgs(args json.RawMessage, v any) error {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if err := strictjson.Unmarshal(args, v); err != nil {
+		field := ""
+		var se *strictjson.Error
+		if ok := asStrict(err, &se); ok {
+			field = se.Path
+		}
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "Invalid arguments: " + err.Error() + ".", Hint: "fix the field and call again; the input schema lists every field", Data: map[string]any{"field": field}}
+	}
+	return nil
+}
+
+func asStrict(err error, target **strictjson.Error) bool {
+	se, ok := err.(*strictjson.Error)
+	if ok {
+		*target = se
+	}
+	return ok
+}
+
+func (h *Handler) whichStepsRunAlone(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
+	var in struct {
+		Queue string `json:"queue"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return "", nil, err
+	}
+	v, err := h.svc.StepsRunAlone(ctx, p.Workspace, in.Queue, h.baseURL(ctx))
+	if err != nil {
+		return "", nil, err
+	}
+	var b strings.Builder
+	b.WriteString(v.Sentence)
+	for _, s := range v.Steps {
+		fmt.Fprintf(&b, "\n- %s (%s/%s): %s. %s", s.Name, s.Queue, s.Step, s.Lane, s.Why)
+	}
+	return b.String(), v, nil
+}
+
+func (h *Handler) stepEvidence(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
+	var in struct {
+		Step  string `json:"step"`
+		Queue string `json:"queue"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return "", nil, err
+	}
+	pack, err := h.svc.Evidence(ctx, p.Workspace, in.Queue, in.Step)
+	if err != nil {
+		return "", nil, err
+	}
+	return pack.Sentence, pack, nil
+}
+
+func (h *Handler) routeItem(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
+	var in service.RouteRequest
+	if err := decodeArgs(args, &in); err != nil {
+		return "", nil, err
+	}
+	rt, err := h.svc.Route(ctx, p, in)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("%s Decision: %s; route_id %s.", rt.Reason, rt.Decision, rt.ID), rt, nil
+}
+
+type baseURLKey struct{}
+
+func (h *Handler) baseURL(ctx context.Context) string {
+	if h.opts.BaseURL != "" {
+		return h.opts.BaseURL
+	}
+	if u, ok := ctx.Value(baseURLKey{}).(string); ok {
+		return u
+	}
+	return ""
+}
+
+// modelFixable are the refusals a model can fix by changing its arguments:
+// they come back as isError results, not protocol errors.
+var modelFixable = map[ladder.Code]bool{
+	ladder.CodeInvalidArgument:  true,
+	ladder.CodeStepNotFound:     true,
+	ladder.CodeEvidenceInvalid:  true,
+	ladder.CodeUnknownCase:      true,
+	ladder.CodeUnknownFunction:  true,
+	ladder.CodeBypassToHuman:    true,
+	ladder.CodeRouteNotFound:    true,
+	ladder.CodeApprovalNotFound: true,
+	ladder.CodeNotFound:         true,
+}
+
+// loadSchema reads an embedded schema and adds the shared definitions it
+// refers to.
+func loadSchema(name string) map[string]any {
+	data, err := schemaFiles.ReadFile("schemas/" + name + ".json")
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema %s: %v", name, err)) // a build mistake, caught by every test
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(fmt.Sprintf("mcp: schema %s: %v", name, err))
+	}
+	if strings.Contains(string(data), "#/$defs/") {
+		defs := map[string]any{}
+		for _, d := range []string{"window", "review"} {
+			if strings.Contains(string(data), "#/$defs/"+d) {
+				defs[d] = loadSchema(d)
+			}
+		}
+		m["$defs"] = defs
+	}
+	return m
+}
+
+// buildServer makes the SDK server of one workspace.
+func (h *Handler) buildServer(workspace string) *workspaceServer {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}, &sdk.ServerOptions{
+		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first; route_item before acting on an item; act only when the decision is act_alone.",
+		Logger:       h.log,
+	})
+	ws := &workspaceServer{server: srv, names: map[string]string{}}
+	for _, t := range h.ladderTools() {
+		h.addTool(ws, t)
+	}
+	return ws
+}
+
+// addTool registers a tool with the SDK, wrapping its call with argument
+// decoding and the error contract.
+func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
+	name := t.name
+	ann := t.annotations
+	ann.Title = t.title
+	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: loadSchema(t.in), OutputSchema: loadSchema(t.out), Annotations: &ann}
+	call := t.call
+	ws.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		p, ok := principalOf(req)
+		if !ok {
+			return nil, toRPCError(&ladder.Error{Code: ladder.CodeKeyMissing, Hint: "send an agent key"})
+		}
+		if req.Extra != nil && req.Extra.Header != nil {
+			ctx = context.WithValue(ctx, baseURLKey{}, "http://"+req.Extra.Header.Get("Host"))
+		}
+		text, structured, err := call(ctx, p, req.Params.Arguments)
+		if err != nil {
+			e := ladder.AsError(err)
+			if e.Code == ladder.CodeInternal {
+				h.log.ErrorContext(ctx, "tool failed", "tool", name, "err", err)
+			}
+			if modelFixable[e.Code] {
+				msg := e.Message
+				if e.Hint != "" {
+					msg += " Hint: " + e.Hint
+				}
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}, nil
+			}
+			return nil, toRPCError(e)
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: structured}, nil
+	})
+	ws.names[name] = name
+	if alt := portable(name); alt != name {
+		ws.names[alt] = name
+	}
+}
