@@ -115,10 +115,10 @@ type Case struct {
 // keys are the dimension names as the 4D-CQ paper writes them, the same keys
 // Function.Min uses.
 type Weights struct {
-	R  float64 `yaml:"R" json:"R"`
-	C  float64 `yaml:"C" json:"C"`
-	O  float64 `yaml:"O" json:"O"`
-	Ro float64 `yaml:"Ro" json:"Ro"`
+	R  float64 `yaml:"R" json:"R"`   // relevance
+	C  float64 `yaml:"C" json:"C"`   // coverage
+	O  float64 `yaml:"O" json:"O"`   // ordering
+	Ro float64 `yaml:"Ro" json:"Ro"` // robustness
 }
 
 // Commit is one irreversible action of a case.
@@ -152,11 +152,12 @@ type Function struct {
 	// without one gets false, so expressions need not guard every flag with
 	// has().
 	Evidence map[string]any `yaml:"evidence" json:"evidence"`
-	// R, C, O and Ro each yield a number in [0,1].
-	R  string `yaml:"R" json:"R"`
-	C  string `yaml:"C" json:"C"`
-	O  string `yaml:"O" json:"O"`
-	Ro string `yaml:"Ro" json:"Ro"`
+	// R, C, O and Ro each yield a number in [0,1]; anything else at run time
+	// is an evaluator fault.
+	R  string `yaml:"R" json:"R"`   // relevance
+	C  string `yaml:"C" json:"C"`   // coverage
+	O  string `yaml:"O" json:"O"`   // ordering; exactly 0 means the ordering precondition is unmet
+	Ro string `yaml:"Ro" json:"Ro"` // robustness
 	// VerifiableExt yields a bool: can the gap be closed by outside
 	// verification? Empty means "true".
 	VerifiableExt string `yaml:"verifiable_ext,omitempty" json:"verifiable_ext,omitempty"`
@@ -177,10 +178,10 @@ type Function struct {
 
 // Scores are the four 4D-CQ dimensions of one scoring.
 type Scores struct {
-	Relevance  float64 `json:"relevance"`
-	Coverage   float64 `json:"coverage"`
-	Ordering   float64 `json:"ordering"`
-	Robustness float64 `json:"robustness"`
+	Relevance  float64 `json:"relevance"`  // R
+	Coverage   float64 `json:"coverage"`   // C
+	Ordering   float64 `json:"ordering"`   // O
+	Robustness float64 `json:"robustness"` // Ro
 }
 
 // Decision is the gate's answer for one authorize call.
@@ -223,11 +224,11 @@ func (d Decision) Authorized() bool { return d.GateState == StatePass }
 // FunctionInfo describes one authorizable precondition function, as
 // list_precondition_functions shows it.
 type FunctionInfo struct {
-	PreconditionFn string `json:"precondition_fn"`
-	CommitID       string `json:"commit_id"`
+	PreconditionFn string `json:"precondition_fn"` // the name authorize takes
+	CommitID       string `json:"commit_id"`       // the commit it guards
 	CommitName     string `json:"commit_name"`
 	SoftCommit     bool   `json:"soft_commit"`
-	HasAutoRepair  bool   `json:"has_auto_repair"`
+	HasAutoRepair  bool   `json:"has_auto_repair"` // a repair is declared
 	Doc            string `json:"doc"`
 	// EvidenceSchema is the declared JSON Schema; it is shared and must not
 	// be modified.
@@ -236,8 +237,8 @@ type FunctionInfo struct {
 
 // CaseInfo describes one case and its authorizable functions.
 type CaseInfo struct {
-	ID          string         `json:"id"`
+	ID          string         `json:"id"` // the case argument of authorize
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
-	Functions   []FunctionInfo `json:"functions"`
+	Functions   []FunctionInfo `json:"functions"` // bypass_to_human commits left out
 }
