@@ -190,6 +190,11 @@ func (h *Handler) buildServer(workspace string) *workspaceServer {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}, &sdk.ServerOptions{
 		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first; route_item before acting on an item; act only when the decision is act_alone.",
 		Logger:       h.log,
+		// The tool list depends on the key's workspace (and capability
+		// descriptions on live lanes), so no shared cache may keep it.
+		SetCacheable: func(ctx context.Context, req sdk.Request, c *sdk.Cacheable) {
+			c.TTLMs, c.CacheScope = 0, "private"
+		},
 	})
 	ws := &workspaceServer{server: srv, names: map[string]string{}}
 	for _, t := range h.ladderTools() {
@@ -221,7 +226,10 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 				h.log.ErrorContext(ctx, "tool failed", "tool", name, "err", err)
 			}
 			if modelFixable[e.Code] {
-				msg := e.Message
+				msg := strings.TrimSpace(e.Message)
+				if !strings.HasSuffix(msg, ".") {
+					msg += "."
+				}
 				if e.Hint != "" {
 					msg += " Hint: " + e.Hint
 				}

@@ -62,6 +62,7 @@ func commands() []command {
 	return []command{
 		{"serve", "serve the REST API, /mcp and the console", cmdServe},
 		{"demo", "run a server on the embedded demo config with 14 weeks of history", cmdDemo},
+		{"mcp", "bridge MCP over stdio to a server (mcp --stdio --server URL --key KEY)", cmdMCP},
 		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
 		{"audit", "verify or export the audit log (audit verify|export)", cmdAudit},
 		{"version", "print the version", func(ctx context.Context, e env, args []string) error {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
-	"github.com/ladderhq/ladder/mcp"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 )

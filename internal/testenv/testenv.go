@@ -16,7 +16,9 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
@@ -54,9 +56,23 @@ type Env struct {
 	Keys map[string]string
 }
 
+// Options tune Start.
+type Options struct {
+	// Seed loads the demo's 14 weeks of history at the clock's time.
+	Seed          bool
+	ToolNames     string
+	OpenWorkspace string
+}
+
 // Start starts a server on the given YAML config (the demo config when
-// yaml is empty) with an agent and a human key per workspace.
+// yaml is empty) with an agent, a human and an admin key per workspace.
 func Start(t *testing.T, yaml string) *Env {
+	t.Helper()
+	return StartWith(t, yaml, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t *testing.T, yaml string, opts Options) *Env {
 	t.Helper()
 	data := []byte(yaml)
 	if yaml == "" {
@@ -90,7 +106,16 @@ func Start(t *testing.T, yaml string) *Env {
 	if err := st.EnsureSteps(context.Background(), svc.InitialStates()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc}))
+	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Seed {
+		if err := demo.Seed(context.Background(), svc, clock.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m}}))
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}}
 	for _, ws := range svc.WorkspaceIDs() {
@@ -113,9 +138,18 @@ type Response struct {
 	Raw    []byte
 }
 
+// Header is an extra request header for DoWith.
+type Header struct{ Name, Value string }
+
 // Do sends a request with the key (no header when key is "") and a JSON
 // body (none when body is nil; a string or []byte is sent as it is).
 func (e *Env) Do(method, path, key string, body any) Response {
+	e.T.Helper()
+	return e.DoWith(method, path, key, body)
+}
+
+// DoWith is Do with extra headers.
+func (e *Env) DoWith(method, path, key string, body any, headers ...Header) Response {
 	e.T.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -140,6 +174,10 @@ func (e *Env) Do(method, path, key string, body any) Response {
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for _, h := range headers {
+		req.Header.Set(h.Name, h.Value)
 	}
 	resp, err := e.Server.Client().Do(req)
 	if err != nil {

@@ -1,0 +1,243 @@
+// Package groupcommit batches concurrent writes into one transaction.
+//
+// Durable writes are bounded by fsync, not by the work each write does: a
+// database that syncs once per transaction can only commit a few hundred
+// transactions a second, however small they are. A Batcher lets many callers
+// share one sync. Callers hand it an Op; a single writer goroutine takes every
+// op waiting (up to Options.MaxBatch), runs them in one transaction through
+// the backend's run function, and answers each caller only after the commit.
+// While one batch syncs, the next one queues up, so the batch size grows with
+// the load by itself and no caller waits on a timer.
+//
+// The package knows nothing about SQL: the backend (sqlite, postgres) begins
+// the transaction, runs each op inside a savepoint so that one failing op
+// does not sink the others (see Savepoints), and commits. If the commit
+// fails, every op of the batch fails with that error: none of them was
+// acknowledged, so none may be relied upon.
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed is returned by Do once Close has been called.
+var ErrClosed = errors.New("group commit: closed")
+
+// Op is one unit of work run inside a batch's transaction. It must do all
+// its work through tx and return an error to have its effects rolled back.
+// An op's results (ids, rows read) may be captured by the closure, but the
+// caller may rely on them only when Do returns nil: a failed commit undoes
+// an op that itself succeeded.
+type Op[T any] func(tx T) error
+
+// RunFunc runs a batch of ops in one transaction and returns one error per
+// op (nil for an op that committed). When the transaction cannot begin or
+// commit it returns that error for every op.
+type RunFunc[T any] func(ctx context.Context, ops []Op[T]) []error
+
+// Options configure a Batcher.
+type Options struct {
+	// MaxBatch caps how many ops share one transaction, which bounds how
+	// long one transaction holds the write lock. Zero means 256.
+	MaxBatch int
+	// QueueSize is how many ops may wait for the writer before Do blocks
+	// (back-pressure). Zero means 4 × MaxBatch.
+	QueueSize int
+}
+
+// Stats counts what a Batcher did, for metrics and tests.
+type Stats struct {
+	Batches int64 // transactions run
+	Ops     int64 // ops run in them
+}
+
+// Batcher is a group-commit queue with one writer goroutine. Its methods
+// are safe for concurrent use.
+type Batcher[T any] struct {
+	run      RunFunc[T]
+	maxBatch int
+	reqs     chan *request[T]
+
+	// mu guards closed and the send on reqs, so Close cannot close the
+	// channel while a Do is sending on it.
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{}
+
+	batches atomic.Int64
+	ops     atomic.Int64
+}
+
+type request[T any] struct {
+	ctx  context.Context
+	op   Op[T]
+	done chan error
+}
+
+// New starts a Batcher whose writer goroutine runs batches with run. Call
+// Close to stop it.
+func New[T any](run RunFunc[T], opts Options) *Batcher[T] {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4 * opts.MaxBatch
+	}
+	b := &Batcher[T]{
+		run:      run,
+		maxBatch: opts.MaxBatch,
+		reqs:     make(chan *request[T], opts.QueueSize),
+		done:     make(chan struct{}),
+	}
+	go b.loop()
+	return b
+}
+
+// Do enqueues op and waits until the batch holding it has committed (nil) or
+// failed (the op's error, or the transaction's).
+//
+// If ctx ends before the writer takes the op, the op is skipped and Do
+// returns ctx.Err(). Once the op is in a running batch Do waits for the
+// commit regardless of ctx, so that a nil error always means durable and a
+// non-nil error from a started batch reflects what really happened.
+func (b *Batcher[T]) Do(ctx context.Context, op Op[T]) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &request[T]{ctx: ctx, op: op, done: make(chan error, 1)}
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case b.reqs <- req:
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return ctx.Err()
+	}
+	b.mu.RUnlock()
+	return <-req.done
+}
+
+// Close stops accepting ops, runs every op already queued, and returns when
+// the writer goroutine has stopped. It is safe to call more than once.
+func (b *Batcher[T]) Close() error {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.reqs)
+	}
+	b.mu.Unlock()
+	<-b.done
+	return nil
+}
+
+// Stats returns how many batches and ops the Batcher has run so far.
+func (b *Batcher[T]) Stats() Stats {
+	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load()}
+}
+
+// loop is the writer goroutine: block for one op, then take whatever else is
+// already waiting, without lingering, and run it all as one batch.
+func (b *Batcher[T]) loop() {
+	defer close(b.done)
+	batch := make([]*request[T], 0, b.maxBatch)
+	for {
+		req, ok := <-b.reqs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < b.maxBatch {
+			select {
+			case r, ok := <-b.reqs:
+				if !ok {
+					break fill // closed: run this batch; the next receive ends the loop
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		b.runBatch(batch)
+	}
+}
+
+func (b *Batcher[T]) runBatch(batch []*request[T]) {
+	// Skip ops whose callers gave up before the batch started: nobody
+	// would learn of their outcome.
+	live := batch[:0:0]
+	ops := make([]Op[T], 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+		ops = append(ops, r.op)
+	}
+	if len(ops) == 0 {
+		return
+	}
+	// The batch runs under its own context: one caller cancelling must not
+	// abort a transaction other callers share.
+	errs := b.run(context.Background(), ops)
+	b.batches.Add(1)
+	b.ops.Add(int64(len(ops)))
+	if len(errs) != len(ops) {
+		err := fmt.Errorf("group commit: run returned %d results for %d ops", len(errs), len(ops))
+		for _, r := range live {
+			r.done <- err
+		}
+		return
+	}
+	for i, r := range live {
+		r.done <- errs[i]
+	}
+}
+
+// Fail returns n copies of err: the answer of a run function whose
+// transaction could not begin or commit.
+func Fail(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// Savepoints runs ops one after another inside an open transaction, each in
+// its own savepoint, so a failing op is rolled back alone and the rest of
+// the batch still commits. exec runs one SQL statement in the transaction.
+//
+// It returns each op's error. A non-nil fatal error means the transaction
+// itself is broken (a savepoint could not be set, released or rolled back,
+// as when the database is full and SQLite has rolled everything back): the
+// caller must roll back and fail the whole batch with it.
+func Savepoints[T any](tx T, ops []Op[T], exec func(stmt string) error) (errs []error, fatal error) {
+	errs = make([]error, len(ops))
+	for i, op := range ops {
+		if err := exec("SAVEPOINT gc_op"); err != nil {
+			return nil, fmt.Errorf("savepoint: %w", err)
+		}
+		if err := op(tx); err != nil {
+			errs[i] = err
+			// ROLLBACK TO keeps the savepoint on the stack; RELEASE pops it.
+			if rerr := exec("ROLLBACK TO SAVEPOINT gc_op"); rerr != nil {
+				// Keep both causes: the op's error usually says why
+				// (disk full), the rollback's that the transaction is gone.
+				return nil, fmt.Errorf("%w (rollback to savepoint: %w)", err, rerr)
+			}
+		}
+		if err := exec("RELEASE SAVEPOINT gc_op"); err != nil {
+			return nil, fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	return errs, nil
+}

@@ -1,0 +1,277 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeTx is a transaction of the fake backend: a list of writes with
+// savepoint semantics, so tests can see what committed.
+type fakeTx struct {
+	writes []string
+	marks  []int
+}
+
+func (tx *fakeTx) exec(stmt string) error {
+	switch {
+	case strings.HasPrefix(stmt, "SAVEPOINT"):
+		tx.marks = append(tx.marks, len(tx.writes))
+	case strings.HasPrefix(stmt, "ROLLBACK TO"):
+		tx.writes = tx.writes[:tx.marks[len(tx.marks)-1]]
+	case strings.HasPrefix(stmt, "RELEASE"):
+		tx.marks = tx.marks[:len(tx.marks)-1]
+	default:
+		return fmt.Errorf("fake: unknown statement %q", stmt)
+	}
+	return nil
+}
+
+// fakeDB is the backend: committed writes, the size of every transaction,
+// and a simulated fsync delay.
+type fakeDB struct {
+	mu        sync.Mutex
+	committed []string
+	txSizes   []int
+	syncDelay time.Duration // simulated fsync
+}
+
+func (db *fakeDB) run(ctx context.Context, ops []Op[*fakeTx]) []error {
+	tx := &fakeTx{}
+	errs, fatal := Savepoints(tx, ops, tx.exec)
+	if fatal != nil {
+		return Fail(len(ops), fatal)
+	}
+	time.Sleep(db.syncDelay)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.txSizes = append(db.txSizes, len(ops))
+	db.committed = append(db.committed, tx.writes...)
+	return errs
+}
+
+func (db *fakeDB) snapshot() (committed []string, txSizes []int) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return append([]string(nil), db.committed...), append([]int(nil), db.txSizes...)
+}
+
+func write(s string) Op[*fakeTx] {
+	return func(tx *fakeTx) error { tx.writes = append(tx.writes, s); return nil }
+}
+
+// blockWriter runs an op that holds the writer goroutine until the returned
+// function is called, so a test can queue ops deterministically behind it.
+func blockWriter(t *testing.T, b *Batcher[*fakeTx]) (release func()) {
+	t.Helper()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = b.Do(context.Background(), func(tx *fakeTx) error {
+			close(started)
+			<-unblock
+			return nil
+		})
+	}()
+	<-started
+	return func() { close(unblock) }
+}
+
+// waitQueued waits until n ops wait in b's queue.
+func waitQueued(t *testing.T, b *Batcher[*fakeTx], n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(b.reqs) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d ops, want %d", len(b.reqs), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDoCommits(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{})
+	defer b.Close()
+	if err := b.Do(context.Background(), write("a")); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	committed, _ := db.snapshot()
+	if diff := cmp.Diff([]string{"a"}, committed); diff != "" {
+		t.Errorf("committed (-want +got):\n%s", diff)
+	}
+}
+
+func TestConcurrentCallersShareTransactions(t *testing.T) {
+	db := &fakeDB{syncDelay: 2 * time.Millisecond}
+	b := New(db.run, Options{MaxBatch: 16})
+	defer b.Close()
+
+	const callers = 200
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Go(func() { errs[i] = b.Do(context.Background(), write(fmt.Sprint(i))) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	committed, sizes := db.snapshot()
+	if len(committed) != callers {
+		t.Errorf("committed %d writes, want %d", len(committed), callers)
+	}
+	if len(sizes) >= callers {
+		t.Errorf("ran %d transactions for %d ops; want fewer (batching)", len(sizes), callers)
+	}
+	for _, n := range sizes {
+		if n > 16 {
+			t.Errorf("a transaction held %d ops, over MaxBatch 16", n)
+		}
+	}
+	if got := b.Stats(); got.Ops != callers || got.Batches != int64(len(sizes)) {
+		t.Errorf("Stats = %+v, want %d ops in %d batches", got, callers, len(sizes))
+	}
+	t.Logf("%d ops in %d transactions", callers, len(sizes))
+}
+
+func TestErrorsArePerOp(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{})
+	defer b.Close()
+
+	release := blockWriter(t, b)
+	boom := errors.New("boom")
+	ops := []Op[*fakeTx]{
+		write("a"),
+		func(tx *fakeTx) error { tx.writes = append(tx.writes, "half-done"); return boom },
+		write("c"),
+	}
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() { errs[i] = b.Do(context.Background(), op) })
+		waitQueued(t, b, i+1) // keep the queue order a, fail, c
+	}
+	release()
+	wg.Wait()
+
+	if diff := cmp.Diff([]error{nil, boom, nil}, errs, cmp.Comparer(func(x, y error) bool { return errors.Is(x, y) })); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	committed, sizes := db.snapshot()
+	if diff := cmp.Diff([]string{"a", "c"}, committed); diff != "" {
+		t.Errorf("committed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 3}, sizes); diff != "" {
+		t.Errorf("transaction sizes (-want +got):\n%s", diff)
+	}
+}
+
+func TestFailedCommitFailsWholeBatch(t *testing.T) {
+	diskFull := errors.New("disk full")
+	var calls int
+	run := func(ctx context.Context, ops []Op[*fakeTx]) []error {
+		calls++
+		tx := &fakeTx{}
+		if _, fatal := Savepoints(tx, ops, tx.exec); fatal != nil {
+			return Fail(len(ops), fatal)
+		}
+		if calls == 2 {
+			return Fail(len(ops), diskFull)
+		}
+		return make([]error, len(ops))
+	}
+	b := New(run, Options{})
+	defer b.Close()
+
+	release := blockWriter(t, b) // batch 1
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = b.Do(context.Background(), write(fmt.Sprint(i))) })
+	}
+	waitQueued(t, b, len(errs))
+	release() // batch 2 holds all five and fails to commit
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, diskFull) {
+			t.Errorf("op %d: err = %v, want %v", i, err, diskFull)
+		}
+	}
+}
+
+func TestCloseDrains(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{})
+	release := blockWriter(t, b)
+	errs := make([]error, 10)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = b.Do(context.Background(), write(fmt.Sprint(i))) })
+	}
+	waitQueued(t, b, len(errs))
+	closed := make(chan error)
+	go func() { closed <- b.Close() }()
+	release()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("queued op %d: %v", i, err)
+		}
+	}
+	if committed, _ := db.snapshot(); len(committed) != len(errs) {
+		t.Errorf("committed %d queued writes, want %d", len(committed), len(errs))
+	}
+	if err := b.Do(context.Background(), write("late")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Do after Close: err = %v, want ErrClosed", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestCancelledBeforeRunIsSkipped(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{})
+	defer b.Close()
+	release := blockWriter(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.Do(ctx, write("skipped")) }()
+	waitQueued(t, b, 1)
+	cancel()
+	release()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Do: err = %v, want context.Canceled", err)
+	}
+	if committed, _ := db.snapshot(); len(committed) != 0 {
+		t.Errorf("committed %v; a cancelled op must not run", committed)
+	}
+}
+
+func TestSavepointsFatal(t *testing.T) {
+	broken := errors.New("no transaction")
+	boom := errors.New("boom")
+	tx := &fakeTx{}
+	exec := func(stmt string) error {
+		if strings.HasPrefix(stmt, "ROLLBACK TO") {
+			return broken
+		}
+		return tx.exec(stmt)
+	}
+	_, fatal := Savepoints(tx, []Op[*fakeTx]{func(*fakeTx) error { return boom }}, exec)
+	if !errors.Is(fatal, boom) || !errors.Is(fatal, broken) {
+		t.Errorf("fatal = %v, want it to wrap both the op's and the rollback's error", fatal)
+	}
+}

@@ -1,0 +1,168 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder/internal/testenv"
+)
+
+// bearerTransport adds the key to every request of the go-sdk client.
+type bearerTransport struct{ key string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connect(t *testing.T, url, key string) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "ladder-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// walkProperties checks every property of a schema, recursively, for a
+// type and a description.
+func walkProperties(path string, s map[string]any, defs map[string]any, problems *[]string) {
+	if ref, ok := s["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/$defs/")
+		if d, ok := defs[name].(map[string]any); ok {
+			s = d
+		}
+	}
+	props, _ := s["properties"].(map[string]any)
+	for name, p := range props {
+		pm, _ := p.(map[string]any)
+		pp := path + "." + name
+		if ref, ok := pm["$ref"].(string); ok {
+			if d, ok := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any); ok {
+				if pm["description"] == nil {
+					*problems = append(*problems, pp+": no description")
+				}
+				walkProperties(pp, d, defs, problems)
+				continue
+			}
+		}
+		if pm["type"] == nil {
+			*problems = append(*problems, pp+": no type")
+		}
+		if d, _ := pm["description"].(string); d == "" {
+			*problems = append(*problems, pp+": no description")
+		}
+		walkProperties(pp, pm, defs, problems)
+		if items, ok := pm["items"].(map[string]any); ok {
+			walkProperties(pp+"[]", items, defs, problems)
+		}
+	}
+}
+
+// TestToolDefinitions walks tools/list as a client sees it and fails on any
+// property without a type or a description, and any tool without a title,
+// an output schema or annotations (DESIGN.md §3.1, the seed 003 review).
+func TestToolDefinitions(t *testing.T) {
+	e := testenv.Start(t, "")
+	for _, ws := range e.Svc.WorkspaceIDs() {
+		cs := connect(t, e.Server.URL, e.Keys[ws+"/agent"])
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Tools) < 3 {
+			t.Fatalf("%s: %d tools", ws, len(res.Tools))
+		}
+		for _, tool := range res.Tools {
+			var problems []string
+			if tool.Title == "" {
+				problems = append(problems, "no title")
+			}
+			if n := len(tool.Description); n < 150 || n > 500 {
+				problems = append(problems, fmt.Sprintf("description is %d characters, want 150–500", n))
+			}
+			if tool.Annotations == nil || tool.Annotations.DestructiveHint == nil || tool.Annotations.OpenWorldHint == nil {
+				problems = append(problems, "annotations missing or incomplete")
+			}
+			in, _ := tool.InputSchema.(map[string]any)
+			out, _ := tool.OutputSchema.(map[string]any)
+			if in == nil || in["type"] != "object" {
+				problems = append(problems, "input schema is not an object schema")
+			}
+			if out == nil {
+				problems = append(problems, "no output schema")
+			}
+			inDefs, _ := in["$defs"].(map[string]any)
+			outDefs, _ := out["$defs"].(map[string]any)
+			walkProperties("input", in, inDefs, &problems)
+			walkProperties("output", out, outDefs, &problems)
+			for _, p := range problems {
+				t.Errorf("%s %s: %s", ws, tool.Name, p)
+			}
+		}
+	}
+}
+
+// TestAnnotationsTellTheTruth: read tools are read-only; route_item writes
+// to the audit log, so it is not.
+func TestAnnotationsTellTheTruth(t *testing.T) {
+	e := testenv.Start(t, "")
+	cs := connect(t, e.Server.URL, e.Keys["vantrow-bills/agent"])
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"which_steps_run_alone": true, "step_evidence": true, "route_item": false}
+	for _, tool := range res.Tools {
+		if ro, ok := want[tool.Name]; ok && tool.Annotations.ReadOnlyHint != ro {
+			t.Errorf("%s readOnlyHint = %v, want %v", tool.Name, tool.Annotations.ReadOnlyHint, ro)
+		}
+	}
+}
+
+// TestProtocolVersions: clients speaking 2025-06-18, 2025-11-25 and
+// 2026-07-28 each list and call the tools.
+func TestProtocolVersions(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	key := e.Keys["vantrow-bills/agent"]
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			h := []testenv.Header{{Name: "MCP-Protocol-Version", Value: v}}
+			init := e.DoWith("POST", "/mcp", key, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`, v))
+			res, _ := init.Body["result"].(map[string]any)
+			if res["protocolVersion"] != v {
+				t.Fatalf("initialize: %s", init.Raw)
+			}
+			list := e.DoWith("POST", "/mcp", key, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, h...)
+			if tools, _ := list.Body["result"].(map[string]any)["tools"].([]any); len(tools) < 3 {
+				t.Fatalf("tools/list: %s", list.Raw)
+			}
+			c := e.DoWith("POST", "/mcp", key, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"step_evidence","arguments":{"step":"decide_hold"}}}`, h...)
+			if sc, _ := c.Body["result"].(map[string]any)["structuredContent"].(map[string]any); sc["lane"] != "shadow" {
+				t.Fatalf("tools/call: %s", c.Raw)
+			}
+		})
+	}
+	t.Run("2026-07-28 (go-sdk client)", func(t *testing.T) {
+		cs := connect(t, e.Server.URL, key)
+		if v := cs.InitializeResult(); v != nil && v.ProtocolVersion != "" && v.ProtocolVersion < "2026-07-28" {
+			t.Logf("negotiated %s", v.ProtocolVersion)
+		}
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "route_item", Arguments: map[string]any{"step": "Post to the TMS", "item": "B-9"}})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+		sc := res.StructuredContent.(map[string]any)
+		if sc["decision"] != "act_alone" {
+			t.Fatalf("route_item: %v", sc)
+		}
+	})
+}

@@ -1,0 +1,148 @@
+package mcp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ladderhq/ladder/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
+
+// exchange is one request of a transcript and what came back.
+type exchange struct {
+	Name     string            `json:"name"`
+	Key      string            `json:"key"` // "workspace/kind", "" for none, or a literal token
+	Headers  map[string]string `json:"headers,omitempty"`
+	Request  json.RawMessage   `json:"request"`
+	Status   int               `json:"status"`
+	WWWAuth  string            `json:"www_authenticate,omitempty"`
+	Response json.RawMessage   `json:"response"`
+}
+
+func rpc(id any, method string, params any) json.RawMessage {
+	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func call(id any, tool string, args any) json.RawMessage {
+	return rpc(id, "tools/call", map[string]any{"name": tool, "arguments": args})
+}
+
+// volatile parts of answers: random ids and times.
+var (
+	idRE   = regexp.MustCompile(`\b(rt|rv|lc|oc|ap|gd)_[a-z2-7]{16}\b`)
+	keyRE  = regexp.MustCompile(`"(actor|reviewer)":"[a-z2-7]{13}"`)
+	timeRE = regexp.MustCompile(`"(at)":"[0-9T:.Z-]+"`)
+)
+
+func normalize(b []byte) []byte {
+	b = idRE.ReplaceAll(b, []byte("${1}_ID"))
+	b = keyRE.ReplaceAll(b, []byte(`"$1":"KEY_ID"`))
+	b = timeRE.ReplaceAll(b, []byte(`"$1":"TIME"`))
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return b
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return out
+}
+
+// transcripts are the seed 000 example exchange and every error case,
+// replayed through the real HTTP handler.
+var transcripts = map[string][]exchange{
+	"seed000": {
+		{Name: "step_evidence by plain name (the seed 000 example)", Key: "vantrow-bills/agent", Request: call(1, "step_evidence", map[string]any{"step": "Decide hold or release"})},
+		{Name: "which_steps_run_alone", Key: "vantrow-bills/agent", Request: call(2, "which_steps_run_alone", map[string]any{})},
+		{Name: "route_item", Key: "vantrow-bills/agent", Request: call(3, "route_item", map[string]any{"step": "post_tms", "item": "BILL-2026-00042"})},
+		{Name: "step_evidence for an unknown step", Key: "vantrow-bills/agent", Request: call(4, "step_evidence", map[string]any{"step": "Check the fuel surcharge"})},
+	},
+	"errors": {
+		{Name: "no key", Key: "", Request: rpc(10, "tools/list", nil)},
+		{Name: "bad key", Key: "ldr_aaaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbb", Request: rpc("req-11", "tools/list", nil)},
+		{Name: "human key", Key: "vantrow-bills/human", Request: rpc(12, "tools/list", nil)},
+		{Name: "admin key", Key: "vantrow-bills/admin", Request: rpc(13, "tools/list", nil)},
+		{Name: "unknown tool", Key: "vantrow-bills/agent", Request: call(14, "ticket6:readLedger", map[string]any{})},
+		{Name: "argument of the wrong type", Key: "vantrow-bills/agent", Request: call(15, "route_item", map[string]any{"step": "post_tms", "item": 42})},
+		{Name: "case-variant argument key", Key: "vantrow-bills/agent", Request: call(16, "step_evidence", map[string]any{"Step": "post_tms"})},
+		{Name: "missing required argument", Key: "vantrow-bills/agent", Request: call(17, "route_item", map[string]any{"step": "post_tms"})},
+		{Name: "duplicate key in the envelope", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":18,"method":"tools/list","method":"tools/call"}`)},
+		{Name: "NUL-suffixed key", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"step_evidence","arguments":{"step\u0000":"x","step":"post_tms"}}}`)},
+		{Name: "foreign Origin", Key: "vantrow-bills/agent", Headers: map[string]string{"Origin": "https://evil.example"}, Request: rpc(20, "tools/list", nil)},
+	},
+}
+
+func TestGoldenTranscripts(t *testing.T) {
+	for name, exs := range transcripts {
+		t.Run(name, func(t *testing.T) {
+			e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+			var got []exchange
+			for _, ex := range exs {
+				key := ex.Key
+				if k, ok := e.Keys[key]; ok {
+					key = k
+				}
+				var hs []testenv.Header
+				for k, v := range ex.Headers {
+					hs = append(hs, testenv.Header{Name: k, Value: v})
+				}
+				r := e.DoWith("POST", "/mcp", key, []byte(ex.Request), hs...)
+				ex.Status, ex.WWWAuth = r.Status, r.Header.Get("WWW-Authenticate")
+				ex.Response = normalize(r.Raw)
+				got = append(got, ex)
+			}
+			path := filepath.Join("testdata", name+".golden.json")
+			data, _ := json.MarshalIndent(got, "", "  ")
+			if *update {
+				if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./mcp -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(bytes.TrimSpace(want)), string(bytes.TrimSpace(data))); diff != "" {
+				t.Errorf("transcript %s changed (-want +got); run go test ./mcp -update if intended:\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// TestSeedExample checks the seed 000 example exchange sentence by sentence,
+// independent of the golden file.
+func TestSeedExample(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	r := e.Do("POST", "/mcp", e.Keys["vantrow-bills/agent"], []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"step_evidence","arguments":{"step":"Decide hold or release"}}}`))
+	res := r.Body["result"].(map[string]any)
+	text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+	if !strings.HasPrefix(text, "Decide hold or release is in shadow. Evidence to week 14: ") {
+		t.Fatalf("text = %q", text)
+	}
+	sc := res["structuredContent"].(map[string]any)
+	if sc["lane"] != "shadow" || sc["evidence_to_week"] != 14.0 {
+		t.Fatalf("structured: lane %v, evidence_to_week %v", sc["lane"], sc["evidence_to_week"])
+	}
+	if acc := sc["figures"].(map[string]any)["rolling_4"].(map[string]any)["accuracy"]; acc == nil {
+		t.Fatal("figures.rolling_4.accuracy missing")
+	}
+
+	r = e.Do("POST", "/mcp", e.Keys["vantrow-bills/agent"], []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`))
+	text = r.Body["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+	if want := "Runs alone (Auto): Read the bill; Post to the TMS. 5 other steps need a person."; !strings.HasPrefix(text, want) {
+		t.Fatalf("which_steps_run_alone text = %q, want prefix %q", text, want)
+	}
+}
