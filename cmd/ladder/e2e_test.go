@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// ladderBinary builds the real binary once per test run.
+func ladderBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test builds the binary; skipped with -short")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ladder-e2e-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "ladder")
+		out, err := exec.Command("go", "build", "-o", buildOnce.path, ".").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// demoProcess is a running `ladder demo`.
+type demoProcess struct {
+	URL  string
+	Keys demoKeys
+	cmd  *exec.Cmd
+}
+
+// startDemo starts `ladder demo` on a free loopback port and waits until
+// /healthz answers.
+func startDemo(t *testing.T, extra ...string) *demoProcess {
+	t.Helper()
+	bin := ladderBinary(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	keysFile := filepath.Join(dir, "keys.json")
+	args := append([]string{"demo", "--addr", addr, "--keys", keysFile, "--db", filepath.Join(dir, "demo.db")}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+		}
+	}()
+	url := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo did not answer /healthz within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("demo answered /healthz %s after start", time.Since(started).Round(time.Millisecond))
+	d := &demoProcess{URL: url, cmd: cmd}
+	data, err := os.ReadFile(keysFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &d.Keys); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func checkSession(t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"which_steps_run_alone", "step_evidence", "route_item"} {
+		if !strings.Contains(strings.Join(names, ","), want) {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "step_evidence", Arguments: map[string]any{"step": "Decide hold or release"}})
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !strings.HasPrefix(text, "Decide hold or release is in shadow. Evidence to week 14: ") {
+		t.Fatalf("step_evidence text %q", text)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "which_steps_run_alone", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.HasPrefix(text, "Runs alone (Auto): Read the bill; Post to the TMS. 5 other steps need a person.") {
+		t.Fatalf("which_steps_run_alone text %q", text)
+	}
+}
+
+// TestEndToEndMCP builds and starts the real binary and drives it with the
+// go-sdk client over streamable HTTP and over stdio.
+func TestEndToEndMCP(t *testing.T) {
+	d := startDemo(t)
+	agent := d.Keys.Workspaces["vantrow-bills"]["agent"]
+
+	t.Run("streamable HTTP", func(t *testing.T) {
+		client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{agent}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		checkSession(t, cs)
+	})
+
+	t.Run("stdio", func(t *testing.T) {
+		cmd := exec.Command(ladderBinary(t), "mcp", "--stdio", "--server", d.URL, "--key", agent)
+		cmd.Stderr = os.Stderr
+		client := sdk.NewClient(&sdk.Implementation{Name: "e2e-stdio", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		checkSession(t, cs)
+	})
+
+	t.Run("REST", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", d.URL+"/v1/steps/bills/post_tms/evidence", nil)
+		req.Header.Set("Authorization", "Bearer "+agent)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var pack struct {
+			Lane      string  `json:"lane"`
+			AuditRate float64 `json:"audit_rate"`
+			Why       string  `json:"why"`
+			Figures   struct {
+				Rolling4 struct {
+					Accuracy float64 `json:"accuracy"`
+				} `json:"rolling_4"`
+			} `json:"figures"`
+		}
+		json.NewDecoder(resp.Body).Decode(&pack)
+		if pack.Lane != "auto" || pack.AuditRate != 0.1 || pack.Figures.Rolling4.Accuracy < 0.99 || !strings.HasPrefix(pack.Why, "Audits in the last 2 weeks: ") {
+			t.Fatalf("post_tms pack: %+v", pack)
+		}
+	})
+}
