@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ladderhq/ladder"
+)
+
+const auditColumns = "seq, workspace, actor, kind, subject, at, data, prev_hash, hash"
+
+// AppendAudit appends entries in order, sealing each into the chain, and
+// returns the stored records.
+func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+	var recs []ladder.AuditRecord
+	err := s.write(ctx, func(w *wtx) error {
+		var err error
+		recs, err = w.appendAudit(entries...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append audit: %w", err)
+	}
+	return recs, nil
+}
+
+// appendAudit seals and inserts entries inside the batch's transaction. The
+// chain's head is read from the table, not from memory: another process
+// may have appended since this one last did, and BEGIN IMMEDIATE holds the
+// write lock, so the head cannot move before the commit.
+//
+// Each entry is stored as it is hashed: its time in UTC at microseconds (the
+// caller's clock is used when it is zero) and its data as canonical JSON,
+// so re-hashing a stored record reproduces its hash.
+func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	var (
+		seq  int64
+		prev string
+	)
+	err := w.queryRow(`SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("audit head: %w", err)
+	}
+	recs := make([]ladder.AuditRecord, 0, len(entries))
+	for _, e := range entries {
+		if e.At.IsZero() {
+			e.At = w.s.now()
+		}
+		e.At = normTime(e.At)
+		data, err := ladder.CanonicalJSON(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("audit %s data: %w", e.Kind, err)
+		}
+		e.Data = data
+		seq++
+		rec := ladder.AuditRecord{Seq: seq, AuditEntry: e}
+		rec.Seal(prev)
+		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
+			rec.PrevHash, rec.Hash); err != nil {
+			return nil, fmt.Errorf("insert audit: %w", err)
+		}
+		prev = rec.Hash
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// ListAudit returns records matching q, in seq order (or reverse with Desc).
+func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit WHERE (? = '' OR workspace = ?) AND (? = '' OR kind = ?)`
+	args := []any{q.Workspace, q.Workspace, q.Kind, q.Kind}
+	if q.Desc {
+		query += ` AND (? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`
+		args = append(args, q.BeforeSeq, q.BeforeSeq, limit)
+	} else {
+		query += ` AND seq > ? ORDER BY seq LIMIT ?`
+		args = append(args, q.AfterSeq, limit)
+	}
+	rows, err := s.readers.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
+	}
+	recs, err := collect(rows, scanAudit)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
+	}
+	return recs, nil
+}
+
+// walkPage is how many records WalkAudit reads per query. Paging keeps a
+// slow fn from holding one read snapshot open for the whole walk, which
+// would stop WAL checkpoints.
+const walkPage = 1000
+
+// WalkAudit calls fn for every record with seq > afterSeq, in order,
+// stopping at the first error fn returns.
+func (s *Store) WalkAudit(ctx context.Context, afterSeq int64, fn func(ladder.AuditRecord) error) error {
+	for {
+		rows, err := s.readers.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, walkPage)
+		if err != nil {
+			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+		}
+		recs, err := collect(rows, scanAudit)
+		if err != nil {
+			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+		}
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+			afterSeq = r.Seq
+		}
+		if len(recs) < walkPage {
+			return nil
+		}
+	}
+}
+
+func scanAudit(r scanner) (ladder.AuditRecord, error) {
+	var (
+		rec  ladder.AuditRecord
+		at   string
+		data []byte
+		err  error
+	)
+	if err := r.Scan(&rec.Seq, &rec.Workspace, &rec.Actor, &rec.Kind, &rec.Subject, &at, &data, &rec.PrevHash, &rec.Hash); err != nil {
+		return ladder.AuditRecord{}, err
+	}
+	if rec.At, err = parseTime(at); err != nil {
+		return ladder.AuditRecord{}, err
+	}
+	rec.Data = data
+	return rec, nil
+}

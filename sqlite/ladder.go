@@ -1,0 +1,757 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ladderhq/ladder"
+)
+
+const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, version"
+
+// EnsureSteps inserts the state of every step that has none yet. Existing
+// states are kept. A new state starts at version 1, so IfVersion checks
+// always have a non-zero version to compare.
+func (s *Store) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
+	err := s.write(ctx, func(w *wtx) error {
+		for _, st := range states {
+			st.Version = max(st.Version, 1)
+			if err := w.putState(st, `ON CONFLICT DO NOTHING`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensure steps: %w", err)
+	}
+	return nil
+}
+
+// putState inserts st; onConflict says what to do when the step has a state.
+func (w *wtx) putState(st ladder.StepState, onConflict string) error {
+	if !st.Lane.Valid() {
+		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
+	}
+	_, err := w.exec(`INSERT INTO step_states (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+		st.Workspace, st.Queue, st.Step, string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned),
+		st.PinReason, st.AuditRate, fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), st.Version)
+	return err
+}
+
+// updateState stores st over the step's state.
+func (w *wtx) updateState(st ladder.StepState) error {
+	if !st.Lane.Valid() {
+		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
+	}
+	_, err := w.exec(`UPDATE step_states SET lane = ?, lane_since = ?, epoch = ?, pinned = ?, pin_reason = ?,
+		audit_rate = ?, last_sev1_at = ?, last_audit_fail_at = ?, version = ?
+		WHERE workspace = ? AND queue = ? AND step = ?`,
+		string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned), st.PinReason, st.AuditRate,
+		fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), st.Version, st.Workspace, st.Queue, st.Step)
+	return err
+}
+
+func (w *wtx) getState(k ladder.StepKey) (ladder.StepState, error) {
+	st, err := scanState(w.queryRow(`SELECT `+stateColumns+` FROM step_states WHERE workspace = ? AND queue = ? AND step = ?`,
+		k.Workspace, k.Queue, k.Step))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ladder.StepState{}, fmt.Errorf("step state %s/%s: %w", k.Queue, k.Step, ladder.ErrNotFound)
+	}
+	return st, err
+}
+
+// GetStepState returns one step's state, or ErrNotFound.
+func (s *Store) GetStepState(ctx context.Context, k ladder.StepKey) (ladder.StepState, error) {
+	st, err := scanState(s.readers.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM step_states
+		WHERE workspace = ? AND queue = ? AND step = ?`, k.Workspace, k.Queue, k.Step))
+	if err != nil {
+		return ladder.StepState{}, fmt.Errorf("get step state: %w", s.readErr(err))
+	}
+	return st, nil
+}
+
+// ListStepStates returns the states of a workspace's steps in the order
+// they were first stored (the config's order, when EnsureSteps stored them).
+func (s *Store) ListStepStates(ctx context.Context, workspace string) ([]ladder.StepState, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+stateColumns+` FROM step_states WHERE workspace = ? ORDER BY rowid`, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list step states: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanState)
+	if err != nil {
+		return nil, fmt.Errorf("list step states: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanState(r scanner) (ladder.StepState, error) {
+	var (
+		st                            ladder.StepState
+		lane, since, lastSev1, lastAF string
+		pinned                        int
+		err                           error
+	)
+	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &pinned, &st.PinReason,
+		&st.AuditRate, &lastSev1, &lastAF, &st.Version); err != nil {
+		return ladder.StepState{}, err
+	}
+	st.Lane, st.Pinned = ladder.Lane(lane), pinned != 0
+	if st.LaneSince, err = parseTime(since); err != nil {
+		return ladder.StepState{}, err
+	}
+	if st.LastSev1At, err = parseTime(lastSev1); err != nil {
+		return ladder.StepState{}, err
+	}
+	if st.LastAuditFailAt, err = parseTime(lastAF); err != nil {
+		return ladder.StepState{}, err
+	}
+	return st, nil
+}
+
+const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at"
+
+// RecordRoute stores r unless a route for the same workspace, queue, step
+// and item exists; either way it returns the stored route and whether it
+// was created now. The audit entry is appended only when the route is
+// created. Writes are serialized by the one writer, so concurrent calls for
+// one item all see the first one's route.
+func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
+	if r.ID == "" {
+		r.ID = ladder.NewID("rt")
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.At = normTime(r.At)
+	if len(r.Features) == 0 {
+		r.Features = nil
+	}
+	var (
+		got     ladder.Route
+		created bool
+	)
+	err := s.write(ctx, func(w *wtx) error {
+		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+			WHERE workspace = ? AND queue = ? AND step = ? AND item = ?`, r.Workspace, r.Queue, r.Step, r.Item))
+		if err == nil {
+			got, created = existing, false
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := w.insertRoute(r, ""); err != nil {
+			return err
+		}
+		if _, err := w.appendAudit(audit); err != nil {
+			return err
+		}
+		got, created = r, true
+		return nil
+	})
+	if err != nil {
+		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
+	}
+	return got, created, nil
+}
+
+func (w *wtx) insertRoute(r ladder.Route, onConflict string) error {
+	_, err := w.exec(`INSERT INTO routes (`+routeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At))
+	return err
+}
+
+// GetRoute returns a route of the workspace by id, or ErrNotFound (also when
+// the route belongs to another workspace: a key learns nothing of another
+// workspace's ids).
+func (s *Store) GetRoute(ctx context.Context, workspace, id string) (ladder.Route, error) {
+	r, err := scanRoute(s.readers.QueryRowContext(ctx, `SELECT `+routeColumns+` FROM routes WHERE id = ? AND workspace = ?`, id, workspace))
+	if err != nil {
+		return ladder.Route{}, fmt.Errorf("get route: %w", s.readErr(err))
+	}
+	return r, nil
+}
+
+func scanRoute(r scanner) (ladder.Route, error) {
+	var (
+		rt                 ladder.Route
+		decision, lane, at string
+		audit              int
+		features           []byte
+		err                error
+	)
+	if err := r.Scan(&rt.ID, &rt.Workspace, &rt.Queue, &rt.Step, &rt.Item, &decision, &lane, &audit,
+		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &at); err != nil {
+		return ladder.Route{}, err
+	}
+	rt.Decision, rt.Lane, rt.Audit = ladder.Decision(decision), ladder.Lane(lane), audit != 0
+	if len(features) > 0 {
+		rt.Features = json.RawMessage(features)
+	}
+	if rt.At, err = parseTime(at); err != nil {
+		return ladder.Route{}, err
+	}
+	return rt, nil
+}
+
+// contribution is what one review adds to its week's aggregate row.
+type contribution struct {
+	n, agree, auditN, auditAgree, sev1, opN, opErr int
+}
+
+func contributionOf(kind ladder.ReviewKind, verdict ladder.Verdict, severity int, operatorError *bool) contribution {
+	agree := verdict == ladder.VerdictAgree
+	c := contribution{n: 1, agree: boolInt(agree)}
+	if kind == ladder.ReviewAudit {
+		c.auditN, c.auditAgree = 1, boolInt(agree)
+	}
+	if severity == 1 && !agree {
+		c.sev1 = 1
+	}
+	if operatorError != nil {
+		c.opN, c.opErr = 1, boolInt(*operatorError)
+	}
+	return c
+}
+
+// addToWeek adds c times sign to the aggregate row of (step, week, epoch).
+func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c contribution, sign int) error {
+	_, err := w.exec(`INSERT INTO week_aggs (workspace, queue, step, iso_week, epoch, week_start,
+			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (workspace, queue, step, iso_week, epoch) DO UPDATE SET
+			n = n + excluded.n, agreements = agreements + excluded.agreements,
+			audit_n = audit_n + excluded.audit_n, audit_agreements = audit_agreements + excluded.audit_agreements,
+			sev1 = sev1 + excluded.sev1, op_n = op_n + excluded.op_n, op_errors = op_errors + excluded.op_errors`,
+		k.Workspace, k.Queue, k.Step, week, epoch, weekStart,
+		sign*c.n, sign*c.agree, sign*c.auditN, sign*c.auditAgree, sign*c.sev1, sign*c.opN, sign*c.opErr)
+	return err
+}
+
+const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
+
+// RecordReview stores a review, adds it to its week's aggregate (in the
+// step's current epoch), runs the decider on the new figures and stores its
+// result, all in one transaction of the one writer: concurrent reviews see
+// each other's counts, so a threshold crossed by many reviews at once yields
+// one lane change.
+//
+// The route must exist in the review's workspace (else ErrNotFound); its
+// queue, step and item are the review's. A second review of a route that is
+// not an adjudication is ErrConflict. An adjudication replaces the verdict
+// counted so far: the earlier review's contribution is subtracted from the
+// row it was added to and the adjudication's is added, so n counts the item
+// once.
+func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
+	rv := rw.Review
+	if rv.ID == "" {
+		rv.ID = ladder.NewID("rv")
+	}
+	if rv.At.IsZero() {
+		rv.At = s.now()
+	}
+	rv.At = normTime(rv.At)
+	week, weekStart := rw.Week, rw.WeekStart
+	if week == "" || weekStart.IsZero() {
+		w, ws := ladder.ISOWeek(rv.At)
+		if week == "" {
+			week = w
+		}
+		if weekStart.IsZero() {
+			weekStart = ws
+		}
+	}
+	var (
+		state  ladder.StepState
+		change *ladder.LaneChange
+	)
+	err := s.write(ctx, func(w *wtx) error {
+		var err error
+		state, change, err = w.recordReview(rv, rw, week, fmtTime(weekStart))
+		return err
+	})
+	if err != nil {
+		return ladder.StepState{}, nil, fmt.Errorf("record review: %w", err)
+	}
+	return state, change, nil
+}
+
+func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week, weekStart string) (ladder.StepState, *ladder.LaneChange, error) {
+	var routeWS string
+	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = ?`, rv.RouteID).
+		Scan(&routeWS, &rv.Queue, &rv.Step, &rv.Item)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && routeWS != rv.Workspace) {
+		return ladder.StepState{}, nil, fmt.Errorf("route: %w", ladder.ErrNotFound)
+	}
+	if err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
+	state, err := w.getState(key)
+	if err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	if !rv.Adjudication {
+		var n int
+		if err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = ? AND adjudication = 0`, rv.RouteID).Scan(&n); err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		if n > 0 {
+			return ladder.StepState{}, nil, fmt.Errorf("route %s was reviewed already: %w", rv.RouteID, ladder.ErrConflict)
+		}
+	} else if err := w.uncountEarlier(key, rv.RouteID); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	var opErr any
+	if rv.OperatorError != nil {
+		opErr = boolInt(*rv.OperatorError)
+	}
+	if _, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
+		nullBytes(rv.Correction), rv.Severity, opErr, rv.Note, boolInt(rv.Adjudication), rv.Reviewer,
+		fmtTime(rv.At), week, state.Epoch); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	c := contributionOf(rv.Kind, rv.Verdict, rv.Severity, rv.OperatorError)
+	if err := w.addToWeek(key, week, weekStart, state.Epoch, c, 1); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	next, change, entries := state, (*ladder.LaneChange)(nil), []ladder.AuditEntry(nil)
+	if rw.Decide != nil {
+		weeks, err := w.weekAggs(key)
+		if err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		next, change, entries, err = rw.Decide(state, weeks)
+		if err != nil {
+			return ladder.StepState{}, nil, fmt.Errorf("decide: %w", err)
+		}
+	}
+	// The key is the step's, whatever the decider returned; the version
+	// moves on every review, since the figures behind the state moved.
+	next.Workspace, next.Queue, next.Step = key.Workspace, key.Queue, key.Step
+	next.Version = state.Version + 1
+	next.LaneSince, next.LastSev1At, next.LastAuditFailAt = normTime(next.LaneSince), normTime(next.LastSev1At), normTime(next.LastAuditFailAt)
+	if err := w.updateState(next); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	if change != nil {
+		c := w.normChange(*change, key, state.Lane)
+		if err := w.insertLaneChange(c, ""); err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		change = &c
+	}
+	if _, err := w.appendAudit(append([]ladder.AuditEntry{rw.Audit}, entries...)...); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	return next, change, nil
+}
+
+// uncountEarlier takes the review of the route counted so far, if any, out
+// of its aggregate row, for an adjudication to replace it.
+func (w *wtx) uncountEarlier(key ladder.StepKey, routeID string) error {
+	var (
+		id, kind, verdict, week string
+		severity, epoch         int
+		opErr                   sql.NullInt64
+	)
+	err := w.queryRow(`SELECT id, kind, verdict, severity, operator_error, iso_week, epoch FROM reviews
+		WHERE route_id = ? AND counted = 1`, routeID).Scan(&id, &kind, &verdict, &severity, &opErr, &week, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // nothing to replace: the adjudication is the first verdict
+	}
+	if err != nil {
+		return err
+	}
+	var op *bool
+	if opErr.Valid {
+		b := opErr.Int64 != 0
+		op = &b
+	}
+	c := contributionOf(ladder.ReviewKind(kind), ladder.Verdict(verdict), severity, op)
+	if err := w.addToWeek(key, week, "", epoch, c, -1); err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE reviews SET counted = 0 WHERE id = ?`, id)
+	return err
+}
+
+// normChange fills what a lane change left out: its id, step, time and the
+// lane it moves from.
+func (w *wtx) normChange(c ladder.LaneChange, key ladder.StepKey, from ladder.Lane) ladder.LaneChange {
+	if c.ID == "" {
+		c.ID = ladder.NewID("lc")
+	}
+	c.Workspace, c.Queue, c.Step = key.Workspace, key.Queue, key.Step
+	if c.At.IsZero() {
+		c.At = w.s.now()
+	}
+	c.At = normTime(c.At)
+	if c.From == "" {
+		c.From = from
+	}
+	return c
+}
+
+const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
+
+func (w *wtx) insertLaneChange(c ladder.LaneChange, onConflict string) error {
+	numbers, err := json.Marshal(c.Numbers)
+	if err != nil {
+		return fmt.Errorf("lane change numbers: %w", err)
+	}
+	_, err = w.exec(`INSERT INTO lane_changes (`+laneChangeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+		c.ID, c.Workspace, c.Queue, c.Step, fmtTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason)
+	return err
+}
+
+// laneRank orders lanes by autonomy, for telling a demotion from a promotion.
+func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
+
+// SetLane applies a lane write: the step moves to w.Change.To (its current
+// lane when empty), its pin and reason are set, the lane change is recorded
+// when the lane moves, and w.Audit is appended. A move down starts a new
+// epoch, since after a demotion only reviews taken after it count toward
+// promotion again. With IfVersion set, a state whose version differs is
+// ErrConflict.
+func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
+	var state ladder.StepState
+	err := s.write(ctx, func(w *wtx) error {
+		cur, err := w.getState(lw.Key)
+		if err != nil {
+			return err
+		}
+		if lw.IfVersion != 0 && cur.Version != lw.IfVersion {
+			return fmt.Errorf("step state is version %d, not %d: %w", cur.Version, lw.IfVersion, ladder.ErrConflict)
+		}
+		to := lw.Change.To
+		if to == "" {
+			to = cur.Lane
+		}
+		if !to.Valid() {
+			return fmt.Errorf("invalid lane %q", to)
+		}
+		next := cur
+		next.Pinned, next.PinReason = lw.Pinned, lw.Reason
+		next.Version = cur.Version + 1
+		// A move, a pin and an unpin are each a lane change a person reads
+		// in the pack, even when the lane itself stays.
+		if to != cur.Lane || lw.Pinned != cur.Pinned {
+			c := w.normChange(lw.Change, lw.Key, cur.Lane)
+			c.To = to
+			if err := w.insertLaneChange(c, ""); err != nil {
+				return err
+			}
+			if to != cur.Lane {
+				next.Lane, next.LaneSince = to, c.At
+				if laneRank(to) < laneRank(cur.Lane) {
+					next.Epoch++
+				}
+			}
+		}
+		if err := w.updateState(next); err != nil {
+			return err
+		}
+		if _, err := w.appendAudit(lw.Audit...); err != nil {
+			return err
+		}
+		state = next
+		return nil
+	})
+	if err != nil {
+		return ladder.StepState{}, fmt.Errorf("set lane: %w", err)
+	}
+	return state, nil
+}
+
+const weekColumns = "workspace, queue, step, iso_week, week_start, epoch, n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors"
+
+// WeekAggs returns a step's weekly aggregates, oldest week first, one row
+// per week and epoch.
+func (s *Store) WeekAggs(ctx context.Context, k ladder.StepKey) ([]ladder.WeekAgg, error) {
+	rows, err := s.readers.QueryContext(ctx, weekAggsQuery, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("week aggregates: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanWeek)
+	if err != nil {
+		return nil, fmt.Errorf("week aggregates: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+const weekAggsQuery = `SELECT ` + weekColumns + ` FROM week_aggs
+	WHERE workspace = ? AND queue = ? AND step = ? ORDER BY iso_week, epoch`
+
+func (w *wtx) weekAggs(k ladder.StepKey) ([]ladder.WeekAgg, error) {
+	rows, err := w.query(weekAggsQuery, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanWeek)
+}
+
+func scanWeek(r scanner) (ladder.WeekAgg, error) {
+	var (
+		a     ladder.WeekAgg
+		start string
+		err   error
+	)
+	if err := r.Scan(&a.Workspace, &a.Queue, &a.Step, &a.ISOWeek, &start, &a.Epoch, &a.N, &a.Agreements,
+		&a.AuditN, &a.AuditAgree, &a.Sev1, &a.OpN, &a.OpErrors); err != nil {
+		return ladder.WeekAgg{}, err
+	}
+	if a.WeekStart, err = parseTime(start); err != nil {
+		return ladder.WeekAgg{}, err
+	}
+	return a, nil
+}
+
+// LaneChanges returns a step's lane changes, oldest first.
+func (s *Store) LaneChanges(ctx context.Context, k ladder.StepKey) ([]ladder.LaneChange, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+laneChangeColumns+` FROM lane_changes
+		WHERE workspace = ? AND queue = ? AND step = ? ORDER BY at, rowid`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("lane changes: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanLaneChange)
+	if err != nil {
+		return nil, fmt.Errorf("lane changes: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanLaneChange(r scanner) (ladder.LaneChange, error) {
+	var (
+		c                 ladder.LaneChange
+		at, from, to, num string
+		err               error
+	)
+	if err := r.Scan(&c.ID, &c.Workspace, &c.Queue, &c.Step, &at, &from, &to, &c.Rule, &num, &c.Actor, &c.Reason); err != nil {
+		return ladder.LaneChange{}, err
+	}
+	c.From, c.To = ladder.Lane(from), ladder.Lane(to)
+	if c.At, err = parseTime(at); err != nil {
+		return ladder.LaneChange{}, err
+	}
+	if err := json.Unmarshal([]byte(num), &c.Numbers); err != nil {
+		return ladder.LaneChange{}, fmt.Errorf("lane change %s numbers: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// Reviews returns a step's reviews matching q, newest first. A zero Limit
+// means no limit.
+func (s *Store) Reviews(ctx context.Context, q ladder.ReviewQuery) ([]ladder.Review, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+reviewColumns+` FROM reviews
+		WHERE workspace = ? AND queue = ? AND step = ? AND (? = 0 OR verdict = 'disagree') AND (? = '' OR kind = ?)
+		ORDER BY at DESC, rowid DESC LIMIT ?`,
+		q.Key.Workspace, q.Key.Queue, q.Key.Step, boolInt(q.Disagreement), string(q.Kind), string(q.Kind), limit)
+	if err != nil {
+		return nil, fmt.Errorf("reviews: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanReview)
+	if err != nil {
+		return nil, fmt.Errorf("reviews: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanReview(r scanner) (ladder.Review, error) {
+	var (
+		rv                ladder.Review
+		kind, verdict, at string
+		correction        []byte
+		opErr             sql.NullInt64
+		adj               int
+		err               error
+	)
+	if err := r.Scan(&rv.ID, &rv.RouteID, &rv.Workspace, &rv.Queue, &rv.Step, &rv.Item, &kind, &verdict,
+		&correction, &rv.Severity, &opErr, &rv.Note, &adj, &rv.Reviewer, &at); err != nil {
+		return ladder.Review{}, err
+	}
+	rv.Kind, rv.Verdict, rv.Adjudication = ladder.ReviewKind(kind), ladder.Verdict(verdict), adj != 0
+	if len(correction) > 0 {
+		rv.Correction = json.RawMessage(correction)
+	}
+	if opErr.Valid {
+		b := opErr.Int64 != 0
+		rv.OperatorError = &b
+	}
+	if rv.At, err = parseTime(at); err != nil {
+		return ladder.Review{}, err
+	}
+	return rv, nil
+}
+
+// RecordOutcome stores an outcome, counts it, and appends audit.
+func (s *Store) RecordOutcome(ctx context.Context, o ladder.Outcome, audit ladder.AuditEntry) error {
+	err := s.write(ctx, func(w *wtx) error {
+		if err := w.insertOutcome(o); err != nil {
+			return err
+		}
+		_, err := w.appendAudit(audit)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record outcome: %w", err)
+	}
+	return nil
+}
+
+func (w *wtx) insertOutcome(o ladder.Outcome) error {
+	if o.ID == "" {
+		o.ID = ladder.NewID("oc")
+	}
+	if o.At.IsZero() {
+		o.At = w.s.now()
+	}
+	if _, err := w.exec(`INSERT INTO outcomes (id, workspace, queue, step, item, handled_by, ok, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		o.ID, o.Workspace, o.Queue, o.Step, o.Item, o.HandledBy, boolInt(o.OK), fmtTime(o.At)); err != nil {
+		return err
+	}
+	_, err := w.exec(`INSERT INTO outcome_counts (workspace, queue, step, handled_by, n, failures) VALUES (?, ?, ?, ?, 1, ?)
+		ON CONFLICT (workspace, queue, step, handled_by) DO UPDATE SET n = n + 1, failures = failures + excluded.failures`,
+		o.Workspace, o.Queue, o.Step, o.HandledBy, boolInt(!o.OK))
+	return err
+}
+
+// OutcomeCounts returns the outcome test's counts for a step.
+func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.OutcomeCounts, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT handled_by, n, failures FROM outcome_counts
+		WHERE workspace = ? AND queue = ? AND step = ?`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+	}
+	defer rows.Close()
+	var oc ladder.OutcomeCounts
+	for rows.Next() {
+		var (
+			by      string
+			n, fail int
+		)
+		if err := rows.Scan(&by, &n, &fail); err != nil {
+			return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+		}
+		switch by {
+		case ladder.HandledByAgent:
+			oc.AgentN, oc.AgentFailures = n, fail
+		case ladder.HandledByPerson:
+			oc.PersonN, oc.PersonFailures = n, fail
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+	}
+	return oc, nil
+}
+
+// ImportHistory bulk-loads history in one transaction: step states replace
+// existing ones, aggregates are added to existing rows, lane changes,
+// routes (unless the item has one), reviews and outcomes are inserted and
+// audit is appended. Imported reviews are taken to be counted in the
+// imported aggregates already (an adjudication may later replace them).
+func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
+	err := s.write(ctx, func(w *wtx) error { return w.importHistory(h) })
+	if err != nil {
+		return fmt.Errorf("import history: %w", err)
+	}
+	return nil
+}
+
+func (w *wtx) importHistory(h ladder.History) error {
+	epochs := map[ladder.StepKey]int{}
+	for _, st := range h.States {
+		st.Version = max(st.Version, 1)
+		if err := w.putState(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
+			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
+			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
+			last_audit_fail_at = excluded.last_audit_fail_at, version = step_states.version + 1`); err != nil {
+			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
+		}
+		epochs[ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step}] = st.Epoch
+	}
+	for _, a := range h.Weeks {
+		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
+		c := contribution{n: a.N, agree: a.Agreements, auditN: a.AuditN, auditAgree: a.AuditAgree, sev1: a.Sev1, opN: a.OpN, opErr: a.OpErrors}
+		if err := w.addToWeek(k, a.ISOWeek, fmtTime(a.WeekStart), a.Epoch, c, 1); err != nil {
+			return fmt.Errorf("week %s %s: %w", a.Step, a.ISOWeek, err)
+		}
+	}
+	for _, c := range h.LaneChanges {
+		c = w.normChange(c, ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From)
+		if err := w.insertLaneChange(c, ""); err != nil {
+			return fmt.Errorf("lane change %s: %w", c.ID, err)
+		}
+	}
+	for _, r := range h.Routes {
+		if r.ID == "" {
+			r.ID = ladder.NewID("rt")
+		}
+		if err := w.insertRoute(r, "ON CONFLICT DO NOTHING"); err != nil {
+			return fmt.Errorf("route %s: %w", r.ID, err)
+		}
+	}
+	for _, rv := range h.Reviews {
+		if err := w.importReview(rv, epochs); err != nil {
+			return fmt.Errorf("review %s: %w", rv.ID, err)
+		}
+	}
+	for _, o := range h.Outcomes {
+		if err := w.insertOutcome(o); err != nil {
+			return fmt.Errorf("outcome %s: %w", o.ID, err)
+		}
+	}
+	if _, err := w.appendAudit(h.Audit...); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (w *wtx) importReview(rv ladder.Review, epochs map[ladder.StepKey]int) error {
+	if rv.ID == "" {
+		rv.ID = ladder.NewID("rv")
+	}
+	week, _ := ladder.ISOWeek(rv.At)
+	k := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
+	epoch, ok := epochs[k]
+	if !ok {
+		if st, err := w.getState(k); err == nil {
+			epoch = st.Epoch
+		}
+		epochs[k] = epoch
+	}
+	var opErr any
+	if rv.OperatorError != nil {
+		opErr = boolInt(*rv.OperatorError)
+	}
+	counted := 1
+	if rv.Adjudication {
+		// The adjudication is the verdict that counts; the earlier review
+		// of its route, imported before it, no longer does.
+		if _, err := w.exec(`UPDATE reviews SET counted = 0 WHERE route_id = ? AND counted = 1`, rv.RouteID); err != nil {
+			return err
+		}
+	}
+	_, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
+		nullBytes(rv.Correction), rv.Severity, opErr, rv.Note, boolInt(rv.Adjudication), rv.Reviewer,
+		fmtTime(rv.At), week, epoch, counted)
+	return err
+}

@@ -1,0 +1,505 @@
+// Package sqlite is ladder's embedded store: a ladder.Store on one SQLite
+// file, through modernc.org/sqlite (pure Go, so ladder builds with
+// CGO_ENABLED=0).
+//
+// The database runs in WAL mode with synchronous=FULL: a write is on disk
+// when the method that made it returns. Reads use a small pool of read-only
+// connections; every write goes through one writer connection owned by a
+// group-commit goroutine (internal/groupcommit), which runs the writes of
+// concurrent callers in one BEGIN IMMEDIATE transaction, each in its own
+// savepoint, and answers them after the one commit. Audit entries are
+// appended in the transaction of the write they describe, after reading the
+// chain's last hash from the table itself, so a second process (the CLI)
+// appending to the same file keeps the chain whole.
+//
+// The schema is embedded SQL under migrations/, applied at Open and
+// recorded in schema_migrations.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/groupcommit"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var _ ladder.Store = (*Store)(nil)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Logger receives migrations applied and failed batches. Nil discards.
+	Logger *slog.Logger
+	// Now is the clock used for times a caller left zero (an audit entry's
+	// or a route's time). Nil means time.Now.
+	Now func() time.Time
+	// Readers caps the read-only connections. Zero means max(4, GOMAXPROCS).
+	Readers int
+	// MaxBatch caps how many writes share one transaction. Zero means 256.
+	MaxBatch int
+}
+
+// Store is a ladder.Store on one SQLite database file. Its methods are safe
+// for concurrent use, and several processes may open the same file.
+type Store struct {
+	path    string
+	log     *slog.Logger
+	now     func() time.Time
+	readers *sql.DB
+	writer  *sql.DB
+	batch   *groupcommit.Batcher[*wtx]
+	closed  atomic.Bool
+}
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// busyTimeoutMS is how long a connection waits for a lock another process
+// (the CLI, a backup) holds before failing with SQLITE_BUSY.
+const busyTimeoutMS = 10000
+
+// Open opens (creating if needed) the database at path and brings its
+// schema up to date. The error of a database that cannot be opened or
+// migrated names the path and what went wrong.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = max(4, runtime.GOMAXPROCS(0))
+	}
+	if path == "" {
+		return nil, errors.New("open database: no path given")
+	}
+	if strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || path == ":memory:" {
+		// The driver reads '?' as the start of its options, and an
+		// in-memory database is not shared between connections.
+		return nil, fmt.Errorf("open database %s: the path must be a plain file name without '?' or '#'", path)
+	}
+
+	common := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMS) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	writer, err := sql.Open("sqlite", path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	// One connection: SQLite has one writer anyway, and owning it means the
+	// group-commit goroutine never waits on another goroutine's lock.
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := checkWAL(ctx, writer); err != nil {
+		writer.Close()
+		return nil, openError(path, err)
+	}
+	if err := migrate(ctx, writer, opts.Logger); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("migrate database %s: %w", path, err)
+	}
+
+	readers, err := sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		writer.Close()
+		return nil, openError(path, err)
+	}
+	readers.SetMaxOpenConns(opts.Readers)
+	readers.SetMaxIdleConns(opts.Readers)
+	if err := readers.PingContext(ctx); err != nil {
+		writer.Close()
+		readers.Close()
+		return nil, openError(path, err)
+	}
+
+	s := &Store{path: path, log: opts.Logger, now: opts.Now, readers: readers, writer: writer}
+	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
+	return s, nil
+}
+
+// checkWAL connects the writer, which applies the pragmas, and makes sure
+// WAL mode took: without it readers would block the writer.
+func checkWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, not wal", mode)
+	}
+	return nil
+}
+
+// openError says which database could not be opened and, for the usual
+// causes, what to check.
+func openError(path string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("open database %s: %w (is the directory writable?)", path, err)
+		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("open database %s: %w (is it a ladder database?)", path, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("open database %s: %w (another process holds a lock on it)", path, err)
+		}
+	}
+	return fmt.Errorf("open database %s: %w", path, err)
+}
+
+// migration is one embedded schema file, 0001_init.sql and so on.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		name := e.Name()
+		digits, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(digits)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", name)
+		}
+		b, err := migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// migrate applies every embedded migration the database lacks, each in its
+// own BEGIN IMMEDIATE transaction, so two processes opening a new file at
+// once apply each migration once.
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("schema_migrations: %w", err)
+	}
+	var newest int
+	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
+		return fmt.Errorf("schema_migrations: %w", err)
+	}
+	if known := ms[len(ms)-1].version; newest > known {
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	}
+	for _, m := range ms {
+		if err := applyMigration(ctx, db, m, log); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logger) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+		m.version, m.name, fmtTime(time.Now())); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	log.Info("applied migration", "migration", m.name)
+	return nil
+}
+
+// Ping reports whether the store can be read and written: a read on the
+// reader pool and an empty transaction through the group-commit writer.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("ping: %w", errClosed)
+	}
+	if err := s.readers.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping: %w", s.mapErr(err))
+	}
+	if err := s.write(ctx, func(w *wtx) error {
+		_, err := w.tx.ExecContext(w.ctx, "SELECT 1")
+		return err
+	}); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// Close runs every write already queued, then closes the database. Later
+// calls fail with an error wrapping ladder.ErrUnavailable. Close is safe to
+// call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.batch.Close()
+	werr := s.writer.Close()
+	rerr := s.readers.Close()
+	if err := errors.Join(werr, rerr); err != nil {
+		return fmt.Errorf("close database %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// wtx is the transaction of one batch, as the ops of the batch see it.
+type wtx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	s   *Store
+	// stmts caches the statements prepared in this transaction: the ops of
+	// a batch (and the rows of an import) run the same few statements many
+	// times, and preparing is a good part of a small statement's cost.
+	stmts map[string]*sql.Stmt
+}
+
+func (w *wtx) prepare(query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := w.tx.PrepareContext(w.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if w.stmts == nil {
+		w.stmts = map[string]*sql.Stmt{}
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(w.ctx, args...)
+}
+
+// row is a *sql.Row or the error of preparing it.
+type row struct {
+	r   *sql.Row
+	err error
+}
+
+// Scan implements scanner.
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.r.Scan(dest...)
+}
+
+func (w *wtx) queryRow(query string, args ...any) row {
+	st, err := w.prepare(query)
+	if err != nil {
+		return row{err: err}
+	}
+	return row{r: st.QueryRowContext(w.ctx, args...)}
+}
+
+func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := w.prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
+// runBatch is the group-commit run function: one BEGIN IMMEDIATE, each op
+// in a savepoint, one COMMIT.
+func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		s.log.Error("begin write batch", "ops", len(ops), "err", err)
+		return groupcommit.Fail(len(ops), fmt.Errorf("begin: %w", err))
+	}
+	w := &wtx{ctx: ctx, tx: tx, s: s}
+	var errs []error
+	if len(ops) == 1 {
+		// Alone in the batch, an op needs no savepoint: if it fails, the
+		// whole transaction rolls back.
+		if err := ops[0](w); err != nil {
+			_ = tx.Rollback()
+			return []error{err}
+		}
+		errs = []error{nil}
+	} else {
+		var fatal error
+		errs, fatal = groupcommit.Savepoints(w, ops, func(stmt string) error {
+			_, err := w.exec(stmt)
+			return err
+		})
+		if fatal != nil {
+			_ = tx.Rollback()
+			s.log.Error("write batch failed", "ops", len(ops), "err", fatal)
+			return groupcommit.Fail(len(ops), fatal)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		// A failed COMMIT can leave SQLite's transaction open on the
+		// connection (database/sql considers it done either way), and the
+		// next BEGIN would fail forever; end it, ignoring "no transaction".
+		_, _ = s.writer.ExecContext(ctx, "ROLLBACK")
+		s.log.Error("commit write batch", "ops", len(ops), "err", err)
+		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err))
+	}
+	return errs
+}
+
+// write runs op in a group-commit batch and returns once it is durable.
+func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return s.mapErr(s.batch.Do(ctx, op))
+}
+
+// errClosed is the error of a call on a closed store.
+var errClosed = fmt.Errorf("%w: store closed", ladder.ErrUnavailable)
+
+// mapErr turns driver errors into the store's sentinel errors: a unique or
+// check constraint is ErrConflict, anything that means the database cannot
+// durably write (disk full, read-only, I/O error, locked out, closed) is
+// ErrUnavailable. The driver's error stays wrapped for the log.
+func (s *Store) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ladder.ErrNotFound), errors.Is(err, ladder.ErrConflict), errors.Is(err, ladder.ErrUnavailable):
+		return err
+	case errors.Is(err, groupcommit.ErrClosed), errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT:
+			return fmt.Errorf("%w: %w", ladder.ErrConflict, err)
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+			sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+			sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_PROTOCOL:
+			return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+		}
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+	}
+	return err
+}
+
+// read maps a read's error; sql.ErrNoRows becomes ErrNotFound.
+func (s *Store) readErr(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ladder.ErrNotFound
+	}
+	return s.mapErr(err)
+}
+
+// timeLayout is RFC 3339 at a fixed microsecond width, so stored times sort
+// as text and parse back with time.RFC3339Nano.
+const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// normTime is the time as the store keeps it: UTC, microseconds.
+func normTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return normTime(t).Format(timeLayout)
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}
+
+func fmtTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return fmtTime(*t)
+}
+
+func parseTimePtr(s sql.NullString) (*time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	t, err := parseTime(s.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func normTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := normTime(*t)
+	return &n
+}
+
+// nullBytes stores an empty JSON value as NULL so it reads back as nil.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,1143 @@
+// Package storetest is the one conformance suite every ladder.Store
+// implementation runs (sqlite, postgres): what the domain's Store
+// interface promises, written down as tests, so the backends cannot drift
+// apart.
+//
+// A backend's test calls Run with a function that opens a fresh, empty
+// store:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) ladder.Store {
+//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ladder.db"), sqlite.Options{})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// Run closes every store it opens, after checking that its audit chain
+// verifies; open should register any other cleanup (dropping a database)
+// with t.Cleanup.
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/ladderhq/ladder"
+)
+
+// Run runs the conformance suite, one subtest per behavior, each against a
+// fresh store from open.
+func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s ladder.Store)
+	}{
+		{"Keys", testKeys},
+		{"AuditAppend", testAuditAppend},
+		{"AuditConcurrentAppends", testAuditConcurrent},
+		{"AuditListAndWalk", testAuditList},
+		{"AuditWalkManyPages", testAuditWalkLarge},
+		{"RouteIdempotent", testRouteIdempotent},
+		{"RouteWorkspaceScope", testRouteScope},
+		{"EnsureStepsKeepsExisting", testEnsureSteps},
+		{"ReviewAggregates", testReviewAggregates},
+		{"ReviewConflictAndAdjudication", testReviewConflict},
+		{"ReviewConcurrentConflict", testReviewConcurrentConflict},
+		{"ReviewScope", testReviewScope},
+		{"ReviewDeciderError", testReviewDeciderError},
+		{"ReviewPromotionOnce", testPromotionOnce},
+		{"ReviewEpochAfterDemotion", testEpoch},
+		{"SetLane", testSetLane},
+		{"ReviewsFilters", testReviewsFilters},
+		{"Outcomes", testOutcomes},
+		{"ImportHistory", testImportHistory},
+		{"Ping", testPing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					if f, ok := r.(failure); ok {
+						t.Fatalf("%s: %v", f.where, f.err)
+					}
+					panic(r)
+				}
+			}()
+			s := open(t)
+			t.Cleanup(func() {
+				// Every subtest must leave a chain that verifies.
+				if n, err := ladder.VerifyAudit(context.Background(), s); err != nil {
+					t.Errorf("audit chain after %d records: %v", n, err)
+				}
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tt.fn(t, s)
+		})
+	}
+}
+
+// t0 is Monday 2026-08-24 09:00 UTC, in ISO week 2026-W35: every time in
+// the suite is derived from it, so comparisons are deterministic.
+var t0 = time.Date(2026, 8, 24, 9, 0, 0, 0, time.UTC)
+
+const (
+	wsA = "ws-a"
+	wsB = "ws-b"
+)
+
+var stepKey = ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "post_tms"}
+
+// must returns v, or stops the subtest on err. It takes no *testing.T so
+// that it can wrap a call returning (value, error) directly; Run turns the
+// panic into t.Fatal naming the line. Use it only on the test goroutine.
+func must[T any](v T, err error) T {
+	if err != nil {
+		fail(err)
+	}
+	return v
+}
+
+// must2 is must for calls returning two values and an error.
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		fail(err)
+	}
+	return a, b
+}
+
+// fail panics with a failure naming the test line that called must.
+func fail(err error) {
+	_, file, line, _ := runtime.Caller(2)
+	panic(failure{where: fmt.Sprintf("%s:%d", filepath.Base(file), line), err: err})
+}
+
+// failure is what must panics with.
+type failure struct {
+	where string
+	err   error
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr fails the test unless err wraps target.
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+func entry(t *testing.T, workspace, kind, subject string, at time.Time, data any) ladder.AuditEntry {
+	t.Helper()
+	return must(ladder.NewAuditEntry(workspace, "system", kind, subject, at, data))
+}
+
+// auditKinds counts the audit records of each kind.
+func auditKinds(t *testing.T, s ladder.Store) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	check(t, s.WalkAudit(context.Background(), 0, func(r ladder.AuditRecord) error {
+		got[r.Kind]++
+		return nil
+	}))
+	return got
+}
+
+func wantAuditKinds(t *testing.T, s ladder.Store, want map[string]int) {
+	t.Helper()
+	if diff := cmp.Diff(want, auditKinds(t, s)); diff != "" {
+		t.Errorf("audit records per kind (-want +got):\n%s", diff)
+	}
+}
+
+func seqs(recs []ladder.AuditRecord) []int64 {
+	out := make([]int64, len(recs))
+	for i, r := range recs {
+		out[i] = r.Seq
+	}
+	return out
+}
+
+func seqRange(from, to int64, step int64) []int64 {
+	var out []int64
+	if step > 0 {
+		for i := from; i <= to; i += step {
+			out = append(out, i)
+		}
+	} else {
+		for i := from; i >= to; i += step {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func testKeys(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	expires := t0.Add(72 * time.Hour)
+	keys := []ladder.Key{
+		{ID: "k1", Workspace: wsA, Kind: ladder.KeyAgent, Name: "agent one", SecretHash: hash("s1"), CreatedAt: t0, ExpiresAt: &expires},
+		{ID: "k2", Workspace: wsB, Kind: ladder.KeyHuman, Name: "reviewer", SecretHash: hash("s2"), CreatedAt: t0.Add(time.Minute)},
+		{ID: "k3", Workspace: wsA, Kind: ladder.KeyAdmin, SecretHash: hash("s3"), CreatedAt: t0.Add(2 * time.Minute)},
+	}
+	for _, k := range keys {
+		check(t, s.CreateKey(ctx, k, entry(t, k.Workspace, ladder.AuditKeyCreate, k.ID, k.CreatedAt, map[string]string{"kind": string(k.Kind)})))
+	}
+	wantErr(t, "CreateKey with an id in use", s.CreateKey(ctx, keys[0], entry(t, wsA, ladder.AuditKeyCreate, "k1", t0, nil)), ladder.ErrConflict)
+
+	if diff := cmp.Diff(keys[0], must(s.GetKey(ctx, "k1"))); diff != "" {
+		t.Errorf("GetKey k1 (-want +got):\n%s", diff)
+	}
+	_, err := s.GetKey(ctx, "k-unknown")
+	wantErr(t, "GetKey unknown", err, ladder.ErrNotFound)
+
+	for _, tc := range []struct {
+		workspace string
+		want      []ladder.Key
+	}{
+		{wsA, []ladder.Key{keys[0], keys[2]}},
+		{wsB, []ladder.Key{keys[1]}},
+		{"", keys},
+		{"ws-none", nil},
+	} {
+		got := must(s.ListKeys(ctx, tc.workspace))
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("ListKeys(%q) (-want +got):\n%s", tc.workspace, diff)
+		}
+	}
+
+	revokedAt := t0.Add(time.Hour)
+	check(t, s.RevokeKey(ctx, "k1", revokedAt, entry(t, wsA, ladder.AuditKeyRevoke, "k1", revokedAt, nil)))
+	got := must(s.GetKey(ctx, "k1"))
+	if got.RevokedAt == nil || !got.RevokedAt.Equal(revokedAt) {
+		t.Errorf("RevokedAt = %v, want %v", got.RevokedAt, revokedAt)
+	}
+	if got.Active(t0) {
+		t.Errorf("revoked key is active")
+	}
+	if err := s.RevokeKey(ctx, "k1", revokedAt.Add(time.Hour), entry(t, wsA, ladder.AuditKeyRevoke, "k1", revokedAt, nil)); err != nil {
+		t.Errorf("revoking a revoked key: %v", err)
+	}
+	wantErr(t, "RevokeKey unknown", s.RevokeKey(ctx, "k-unknown", revokedAt, entry(t, wsA, ladder.AuditKeyRevoke, "k-unknown", revokedAt, nil)), ladder.ErrNotFound)
+	if got := must(s.GetKey(ctx, "k2")); got.RevokedAt != nil {
+		t.Errorf("k2 RevokedAt = %v, want nil", got.RevokedAt)
+	}
+	if n := must(s.CountKeys(ctx)); n != 3 {
+		t.Errorf("CountKeys = %d, want 3", n)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditKeyCreate: 3, ladder.AuditKeyRevoke: 2})
+}
+
+func testAuditAppend(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	// A time finer than a microsecond and data in no particular form: the
+	// store keeps microseconds and canonical JSON, so hashes re-verify.
+	e1 := ladder.AuditEntry{Workspace: wsA, Actor: "k1", Kind: ladder.AuditRoute, Subject: "rt_1",
+		At: t0.Add(1500 * time.Nanosecond), Data: json.RawMessage(`{ "b": 1, "a": [1, 2] }`)}
+	e2 := entry(t, wsB, ladder.AuditReview, "rv_1", t0.Add(time.Second), map[string]any{"verdict": "agree"})
+	e3 := entry(t, wsA, ladder.AuditOutcome, "oc_1", t0.Add(2*time.Second), nil)
+	recs := must(s.AppendAudit(ctx, e1, e2, e3))
+
+	want := []ladder.AuditRecord{
+		{Seq: 1, AuditEntry: ladder.AuditEntry{Workspace: wsA, Actor: "k1", Kind: ladder.AuditRoute, Subject: "rt_1",
+			At: t0.Add(time.Microsecond), Data: json.RawMessage(`{"a":[1,2],"b":1}`)}},
+		{Seq: 2, AuditEntry: e2},
+		{Seq: 3, AuditEntry: e3},
+	}
+	prev := ""
+	for i := range want {
+		want[i].Seal(prev)
+		prev = want[i].Hash
+	}
+	if diff := cmp.Diff(want, recs); diff != "" {
+		t.Errorf("AppendAudit records (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, must(s.ListAudit(ctx, ladder.AuditQuery{}))); diff != "" {
+		t.Errorf("ListAudit after AppendAudit (-want +got):\n%s", diff)
+	}
+	more := must(s.AppendAudit(ctx, entry(t, wsA, ladder.AuditServerStart, "", t0.Add(time.Minute), nil)))
+	if len(more) != 1 || more[0].Seq != 4 || more[0].PrevHash != want[2].Hash {
+		t.Errorf("next append = %+v, want seq 4 chained to %s", more, want[2].Hash)
+	}
+	if n, err := ladder.VerifyAudit(ctx, s); err != nil || n != 4 {
+		t.Errorf("VerifyAudit = %d, %v; want 4, nil", n, err)
+	}
+	if recs := must(s.AppendAudit(ctx)); len(recs) != 0 {
+		t.Errorf("AppendAudit with no entries returned %d records", len(recs))
+	}
+}
+
+func testAuditConcurrent(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const goroutines, calls = 32, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*calls)
+	for g := range goroutines {
+		wg.Go(func() {
+			for c := range calls {
+				subject := fmt.Sprintf("g%d-c%d", g, c)
+				a := entry(t, wsA, ladder.AuditCall, subject, t0, map[string]int{"g": g, "c": c})
+				b := entry(t, wsA, ladder.AuditCallResult, subject, t0, map[string]int{"g": g, "c": c})
+				recs, err := s.AppendAudit(ctx, a, b)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				// One call's entries are appended together, in order.
+				if len(recs) != 2 || recs[1].Seq != recs[0].Seq+1 || recs[1].PrevHash != recs[0].Hash {
+					errs <- fmt.Errorf("%s: records not adjacent: %+v", subject, seqs(recs))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	n, err := ladder.VerifyAudit(ctx, s)
+	if err != nil || n != goroutines*calls*2 {
+		t.Errorf("VerifyAudit = %d, %v; want %d, nil", n, err, goroutines*calls*2)
+	}
+}
+
+func testAuditList(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	// 60 records: odd seqs in ws-a, even in ws-b; every third a review.
+	var entries []ladder.AuditEntry
+	for i := 1; i <= 60; i++ {
+		ws, kind := wsA, ladder.AuditRoute
+		if i%2 == 0 {
+			ws = wsB
+		}
+		if i%3 == 0 {
+			kind = ladder.AuditReview
+		}
+		entries = append(entries, entry(t, ws, kind, fmt.Sprint(i), t0.Add(time.Duration(i)*time.Second), nil))
+	}
+	must(s.AppendAudit(ctx, entries[:25]...))
+	must(s.AppendAudit(ctx, entries[25:]...))
+
+	var wsAOdd, wsBReviewsDesc []int64
+	for i := int64(1); i <= 60; i++ {
+		if i%2 == 1 && len(wsAOdd) < 50 {
+			wsAOdd = append(wsAOdd, i)
+		}
+	}
+	for i := int64(60); i >= 1; i-- {
+		if i%2 == 0 && i%3 == 0 && len(wsBReviewsDesc) < 4 {
+			wsBReviewsDesc = append(wsBReviewsDesc, i)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		q    ladder.AuditQuery
+		want []int64
+	}{
+		{"default limit is 50", ladder.AuditQuery{}, seqRange(1, 50, 1)},
+		{"workspace", ladder.AuditQuery{Workspace: wsA}, wsAOdd},
+		{"kind", ladder.AuditQuery{Kind: ladder.AuditReview, Limit: 5}, []int64{3, 6, 9, 12, 15}},
+		{"after seq", ladder.AuditQuery{AfterSeq: 10, Limit: 5}, seqRange(11, 15, 1)},
+		{"after the end", ladder.AuditQuery{AfterSeq: 60}, nil},
+		{"next page", ladder.AuditQuery{AfterSeq: 50, Limit: 50}, seqRange(51, 60, 1)},
+		{"desc", ladder.AuditQuery{Desc: true, Limit: 3}, []int64{60, 59, 58}},
+		{"desc before seq", ladder.AuditQuery{Desc: true, BeforeSeq: 10, Limit: 3}, []int64{9, 8, 7}},
+		{"desc to the start", ladder.AuditQuery{Desc: true, BeforeSeq: 3}, []int64{2, 1}},
+		{"desc workspace and kind", ladder.AuditQuery{Workspace: wsB, Kind: ladder.AuditReview, Desc: true, Limit: 4}, wsBReviewsDesc},
+		{"unknown workspace", ladder.AuditQuery{Workspace: "ws-none"}, nil},
+	} {
+		got := seqs(must(s.ListAudit(ctx, tc.q)))
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("ListAudit %s %+v: seqs (-want +got):\n%s", tc.name, tc.q, diff)
+		}
+	}
+
+	var walked []int64
+	check(t, s.WalkAudit(ctx, 55, func(r ladder.AuditRecord) error { walked = append(walked, r.Seq); return nil }))
+	if diff := cmp.Diff(seqRange(56, 60, 1), walked); diff != "" {
+		t.Errorf("WalkAudit after 55 (-want +got):\n%s", diff)
+	}
+	errStop := errors.New("stop")
+	calls := 0
+	err := s.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
+		calls++
+		if r.Seq == 3 {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) || calls != 3 {
+		t.Errorf("WalkAudit stopping at 3: err = %v after %d calls, want %v after 3", err, calls, errStop)
+	}
+	// What ListAudit returns is what WalkAudit returns.
+	var all []ladder.AuditRecord
+	check(t, s.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error { all = append(all, r); return nil }))
+	if diff := cmp.Diff(all[:50], must(s.ListAudit(ctx, ladder.AuditQuery{}))); diff != "" {
+		t.Errorf("ListAudit vs WalkAudit (-walk +list):\n%s", diff)
+	}
+}
+
+func testAuditWalkLarge(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const total = 2500 // more than any backend's page
+	for start := 0; start < total; start += 500 {
+		batch := make([]ladder.AuditEntry, 500)
+		for i := range batch {
+			batch[i] = entry(t, wsA, ladder.AuditRoute, fmt.Sprint(start+i), t0, nil)
+		}
+		must(s.AppendAudit(ctx, batch...))
+	}
+	var next int64 = 1
+	check(t, s.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
+		if r.Seq != next {
+			return fmt.Errorf("walk gave seq %d, want %d", r.Seq, next)
+		}
+		next++
+		return nil
+	}))
+	if next != total+1 {
+		t.Errorf("walked %d records, want %d", next-1, total)
+	}
+}
+
+func newRoute(id, workspace, item string, at time.Time) ladder.Route {
+	return ladder.Route{
+		ID: id, Workspace: workspace, Queue: stepKey.Queue, Step: stepKey.Step, Item: item,
+		Decision: ladder.DecisionHumanOnly, Lane: ladder.LaneShadow, AuditRate: 0.05,
+		Reason: "shadow: a person handles it", Features: json.RawMessage(`{"amount":1250}`), KeyID: "k1", At: at,
+	}
+}
+
+func routeAudit(t *testing.T, r ladder.Route) ladder.AuditEntry {
+	t.Helper()
+	return entry(t, r.Workspace, ladder.AuditRoute, r.ID, r.At, map[string]any{"item": r.Item, "decision": r.Decision})
+}
+
+// mustRoute stores a route and returns it.
+func mustRoute(t *testing.T, s ladder.Store, r ladder.Route) ladder.Route {
+	t.Helper()
+	got, _, err := s.RecordRoute(t.Context(), r, routeAudit(t, r))
+	check(t, err)
+	return got
+}
+
+func testRouteIdempotent(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const callers = 32
+	type result struct {
+		route   ladder.Route
+		created bool
+		err     error
+	}
+	results := make([]result, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			// Each caller makes its own id, as a server would.
+			r := newRoute(fmt.Sprintf("rt_%02d", i), wsA, "bill-7", t0.Add(time.Duration(i)*time.Millisecond))
+			got, created, err := s.RecordRoute(ctx, r, routeAudit(t, r))
+			results[i] = result{got, created, err}
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("caller %d: %v", i, r.err)
+		}
+		if r.created {
+			created++
+		}
+		if diff := cmp.Diff(results[0].route, r.route); diff != "" {
+			t.Errorf("caller %d got another route (-first +got):\n%s", i, diff)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d callers created the route, want 1", created)
+	}
+	winner := results[0].route
+	if diff := cmp.Diff(winner, must(s.GetRoute(ctx, wsA, winner.ID))); diff != "" {
+		t.Errorf("GetRoute (-recorded +got):\n%s", diff)
+	}
+	recs := must(s.ListAudit(ctx, ladder.AuditQuery{Kind: ladder.AuditRoute}))
+	if len(recs) != 1 || recs[0].Subject != winner.ID {
+		t.Errorf("route audit records = %+v, want one about %s", recs, winner.ID)
+	}
+
+	// A second item is a second route; the stored route is what was sent.
+	r2 := newRoute("rt_second", wsA, "bill-8", t0.Add(time.Hour))
+	r2.Decision, r2.Lane, r2.Audit = ladder.DecisionActAlone, ladder.LaneAuto, true
+	got, isNew, err := s.RecordRoute(ctx, r2, routeAudit(t, r2))
+	check(t, err)
+	if !isNew {
+		t.Errorf("second item: created = false")
+	}
+	if diff := cmp.Diff(r2, got); diff != "" {
+		t.Errorf("second route (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(r2, must(s.GetRoute(ctx, wsA, "rt_second"))); diff != "" {
+		t.Errorf("GetRoute second (-want +got):\n%s", diff)
+	}
+	// The same item at another step is another route.
+	r3 := newRoute("rt_third", wsA, "bill-7", t0)
+	r3.Step = "read_bill"
+	if _, isNew, err := s.RecordRoute(ctx, r3, routeAudit(t, r3)); err != nil || !isNew {
+		t.Errorf("same item, other step: created = %v, err = %v; want a new route", isNew, err)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 3})
+}
+
+func testRouteScope(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	r := mustRoute(t, s, newRoute("rt_a", wsA, "bill-1", t0))
+	_, err := s.GetRoute(ctx, wsB, r.ID)
+	wantErr(t, "GetRoute from another workspace", err, ladder.ErrNotFound)
+	_, err = s.GetRoute(ctx, wsA, "rt_unknown")
+	wantErr(t, "GetRoute unknown id", err, ladder.ErrNotFound)
+	// The same item in another workspace is that workspace's own route.
+	rb := newRoute("rt_b", wsB, "bill-1", t0)
+	got, created, err := s.RecordRoute(ctx, rb, routeAudit(t, rb))
+	if err != nil || !created || got.ID != "rt_b" {
+		t.Errorf("same item in another workspace: %+v, created %v, err %v", got, created, err)
+	}
+}
+
+func stateOf(key ladder.StepKey, lane ladder.Lane) ladder.StepState {
+	return ladder.StepState{Workspace: key.Workspace, Queue: key.Queue, Step: key.Step, Lane: lane, LaneSince: t0, AuditRate: 0.05}
+}
+
+var ignoreVersion = cmpopts.IgnoreFields(ladder.StepState{}, "Version")
+
+func testEnsureSteps(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	a := stateOf(stepKey, ladder.LaneShadow)
+	b := stateOf(ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "read_bill"}, ladder.LanePropose)
+	other := stateOf(ladder.StepKey{Workspace: wsB, Queue: "loads", Step: "check_call"}, ladder.LaneAuto)
+	check(t, s.EnsureSteps(ctx, []ladder.StepState{a, b, other}))
+
+	got := must(s.GetStepState(ctx, stepKey))
+	if diff := cmp.Diff(a, got, ignoreVersion); diff != "" {
+		t.Errorf("GetStepState (-want +got):\n%s", diff)
+	}
+	if got.Version == 0 {
+		t.Errorf("a stored state has version 0; IfVersion could not guard it")
+	}
+	_, err := s.GetStepState(ctx, ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "nope"})
+	wantErr(t, "GetStepState unknown", err, ladder.ErrNotFound)
+	_, err = s.GetStepState(ctx, ladder.StepKey{Workspace: wsB, Queue: stepKey.Queue, Step: stepKey.Step})
+	wantErr(t, "GetStepState in another workspace", err, ladder.ErrNotFound)
+
+	moved := must(s.SetLane(ctx, ladder.LaneWrite{Key: stepKey,
+		Change: ladder.LaneChange{To: ladder.LanePropose, Rule: "test", Actor: "k_human", At: t0.Add(time.Hour)}}))
+
+	// Ensuring again (a restart with one more step in the config) keeps
+	// what the ladder learned and adds the new step, in config order.
+	c := stateOf(ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "match_rate"}, ladder.LaneHumanOnly)
+	check(t, s.EnsureSteps(ctx, []ladder.StepState{a, b, c}))
+	want := []ladder.StepState{moved, b, c}
+	if diff := cmp.Diff(want, must(s.ListStepStates(ctx, wsA)), ignoreVersion); diff != "" {
+		t.Errorf("ListStepStates after second EnsureSteps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]ladder.StepState{other}, must(s.ListStepStates(ctx, wsB)), ignoreVersion); diff != "" {
+		t.Errorf("ListStepStates ws-b (-want +got):\n%s", diff)
+	}
+	if got := must(s.ListStepStates(ctx, "ws-none")); len(got) != 0 {
+		t.Errorf("ListStepStates unknown workspace = %+v, want none", got)
+	}
+}
+
+// setupRoutes stores the step's state in lane and n routes rt_0 … rt_{n-1}.
+func setupRoutes(t *testing.T, s ladder.Store, lane ladder.Lane, n int) []ladder.Route {
+	t.Helper()
+	check(t, s.EnsureSteps(t.Context(), []ladder.StepState{stateOf(stepKey, lane)}))
+	routes := make([]ladder.Route, n)
+	for i := range routes {
+		routes[i] = mustRoute(t, s, newRoute(fmt.Sprintf("rt_%d", i), wsA, fmt.Sprintf("bill-%d", i), t0))
+	}
+	return routes
+}
+
+// review builds the review of route at a time, with its ISO week.
+func review(t *testing.T, id string, r ladder.Route, at time.Time, kind ladder.ReviewKind, verdict ladder.Verdict, decide ladder.ReviewDecider) ladder.ReviewWrite {
+	week, start := ladder.ISOWeek(at)
+	return ladder.ReviewWrite{
+		Review: ladder.Review{ID: id, RouteID: r.ID, Workspace: r.Workspace, Queue: r.Queue, Step: r.Step, Item: r.Item,
+			Kind: kind, Verdict: verdict, Reviewer: "k_human", At: at},
+		Week: week, WeekStart: start,
+		Audit:  entry(t, r.Workspace, ladder.AuditReview, id, at, map[string]any{"verdict": verdict}),
+		Decide: decide,
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// keep is a decider that changes nothing.
+func keep(st ladder.StepState, _ []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+	return st, nil, nil, nil
+}
+
+func testReviewAggregates(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneShadow, 6)
+	w35, w36 := t0, t0.Add(7*24*time.Hour)
+	var seen [][]ladder.WeekAgg
+	record := func(st ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		seen = append(seen, weeks)
+		return st, nil, nil, nil
+	}
+	writes := []ladder.ReviewWrite{
+		review(t, "rv_0", routes[0], w35, ladder.ReviewShadow, ladder.VerdictAgree, record),
+		review(t, "rv_1", routes[1], w35.Add(time.Hour), ladder.ReviewShadow, ladder.VerdictDisagree, record),
+		review(t, "rv_2", routes[2], w35.Add(2*time.Hour), ladder.ReviewAudit, ladder.VerdictAgree, record),
+		review(t, "rv_3", routes[3], w35.Add(3*time.Hour), ladder.ReviewAudit, ladder.VerdictDisagree, record),
+		review(t, "rv_4", routes[4], w36, ladder.ReviewApproval, ladder.VerdictAgree, record),
+		review(t, "rv_5", routes[5], w36.Add(time.Hour), ladder.ReviewApproval, ladder.VerdictDisagree, record),
+	}
+	writes[1].Review.Severity, writes[1].Review.OperatorError = 1, boolPtr(false)
+	writes[3].Review.Severity = 1
+	writes[4].Review.OperatorError = boolPtr(true)
+	writes[5].Review.Severity = 2
+	before := must(s.GetStepState(ctx, stepKey))
+	for _, w := range writes {
+		st, change, err := s.RecordReview(ctx, w)
+		check(t, err)
+		if change != nil {
+			t.Errorf("%s: lane change %+v from a decider that keeps the lane", w.Review.ID, change)
+		}
+		if st.Lane != ladder.LaneShadow {
+			t.Errorf("%s: lane %s, want shadow", w.Review.ID, st.Lane)
+		}
+	}
+	_, start35 := ladder.ISOWeek(w35)
+	_, start36 := ladder.ISOWeek(w36)
+	want := []ladder.WeekAgg{
+		{Workspace: wsA, Queue: "bills", Step: "post_tms", ISOWeek: "2026-W35", WeekStart: start35,
+			N: 4, Agreements: 2, AuditN: 2, AuditAgree: 1, Sev1: 2, OpN: 1, OpErrors: 0},
+		{Workspace: wsA, Queue: "bills", Step: "post_tms", ISOWeek: "2026-W36", WeekStart: start36,
+			N: 2, Agreements: 1, OpN: 1, OpErrors: 1},
+	}
+	if diff := cmp.Diff(want, must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs (-want +got):\n%s", diff)
+	}
+	// The decider saw the figures with its own review counted.
+	if len(seen) != len(writes) {
+		t.Fatalf("decider called %d times, want %d", len(seen), len(writes))
+	}
+	if diff := cmp.Diff(want, seen[len(seen)-1]); diff != "" {
+		t.Errorf("weeks given to the last decider (-want +got):\n%s", diff)
+	}
+	if n := seen[0][0].N; n != 1 {
+		t.Errorf("first decider saw n = %d, want 1", n)
+	}
+	after := must(s.GetStepState(ctx, stepKey))
+	if after.Version <= before.Version {
+		t.Errorf("version %d after reviews, was %d; want it to move", after.Version, before.Version)
+	}
+	if got := must(s.WeekAggs(ctx, ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"})); len(got) != 0 {
+		t.Errorf("another workspace's WeekAggs = %+v, want none", got)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 6, ladder.AuditReview: 6})
+}
+
+func testReviewConflict(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneShadow, 2)
+	first := review(t, "rv_first", routes[0], t0, ladder.ReviewShadow, ladder.VerdictDisagree, keep)
+	first.Review.Severity, first.Review.OperatorError = 1, boolPtr(true)
+	must2(s.RecordReview(ctx, first))
+	must2(s.RecordReview(ctx, review(t, "rv_other", routes[1], t0.Add(-time.Minute), ladder.ReviewShadow, ladder.VerdictAgree, keep)))
+
+	_, _, err := s.RecordReview(ctx, review(t, "rv_second", routes[0], t0.Add(time.Hour), ladder.ReviewShadow, ladder.VerdictAgree, keep))
+	wantErr(t, "second review of a route", err, ladder.ErrConflict)
+
+	_, start := ladder.ISOWeek(t0)
+	agg := func(n, agree, sev1, opN, opErr int) []ladder.WeekAgg {
+		return []ladder.WeekAgg{{Workspace: wsA, Queue: "bills", Step: "post_tms", ISOWeek: "2026-W35", WeekStart: start,
+			N: n, Agreements: agree, Sev1: sev1, OpN: opN, OpErrors: opErr}}
+	}
+	if diff := cmp.Diff(agg(2, 1, 1, 1, 1), must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs after the refused review (-want +got):\n%s", diff)
+	}
+
+	// An adjudication replaces the first verdict: n stays 2.
+	adj := review(t, "rv_adj", routes[0], t0.Add(2*time.Hour), ladder.ReviewShadow, ladder.VerdictAgree, keep)
+	adj.Review.Adjudication = true
+	must2(s.RecordReview(ctx, adj))
+	if diff := cmp.Diff(agg(2, 2, 0, 0, 0), must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs after adjudication (-want +got):\n%s", diff)
+	}
+	// A second adjudication replaces the first one's.
+	adj2 := review(t, "rv_adj2", routes[0], t0.Add(3*time.Hour), ladder.ReviewShadow, ladder.VerdictDisagree, keep)
+	adj2.Review.Adjudication, adj2.Review.Severity = true, 1
+	must2(s.RecordReview(ctx, adj2))
+	if diff := cmp.Diff(agg(2, 1, 1, 0, 0), must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs after second adjudication (-want +got):\n%s", diff)
+	}
+	got := must(s.Reviews(ctx, ladder.ReviewQuery{Key: stepKey}))
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	if diff := cmp.Diff([]string{"rv_adj2", "rv_adj", "rv_first", "rv_other"}, ids); diff != "" {
+		t.Errorf("Reviews ids, newest first (-want +got):\n%s", diff)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 2, ladder.AuditReview: 4})
+}
+
+func testReviewConcurrentConflict(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneShadow, 1)
+	// 32 people review one item at once: one review counts, the others
+	// are refused, and the refused ones leave nothing behind.
+	const callers = 32
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			_, _, errs[i] = s.RecordReview(ctx, review(t, fmt.Sprintf("rv_%d", i), routes[0], t0, ladder.ReviewShadow, ladder.VerdictAgree, keep))
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ladder.ErrConflict):
+			t.Errorf("review %d: err = %v, want nil or ErrConflict", i, err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d reviews of one route succeeded, want 1", ok)
+	}
+	if aggs := must(s.WeekAggs(ctx, stepKey)); len(aggs) != 1 || aggs[0].N != 1 {
+		t.Errorf("WeekAggs = %+v, want n = 1", aggs)
+	}
+	if n := len(must(s.Reviews(ctx, ladder.ReviewQuery{Key: stepKey}))); n != 1 {
+		t.Errorf("%d reviews stored, want 1", n)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 1, ladder.AuditReview: 1})
+}
+
+func testReviewScope(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneShadow, 1)
+	w := review(t, "rv_1", routes[0], t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)
+	w.Review.Workspace = wsB // a ws-b key reviewing a ws-a route
+	_, _, err := s.RecordReview(ctx, w)
+	wantErr(t, "review of another workspace's route", err, ladder.ErrNotFound)
+	w = review(t, "rv_2", newRoute("rt_unknown", wsA, "bill-x", t0), t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)
+	_, _, err = s.RecordReview(ctx, w)
+	wantErr(t, "review of an unknown route", err, ladder.ErrNotFound)
+	if got := must(s.WeekAggs(ctx, stepKey)); len(got) != 0 {
+		t.Errorf("WeekAggs after refused reviews = %+v, want none", got)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 1})
+}
+
+func testReviewDeciderError(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneShadow, 1)
+	before := must(s.GetStepState(ctx, stepKey))
+	errRules := errors.New("rules broke")
+	fail := func(ladder.StepState, []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		return ladder.StepState{}, nil, nil, errRules
+	}
+	_, _, err := s.RecordReview(ctx, review(t, "rv_1", routes[0], t0, ladder.ReviewShadow, ladder.VerdictAgree, fail))
+	wantErr(t, "RecordReview with a failing decider", err, errRules)
+	// Nothing of the review remains: not the review, its count, nor audit.
+	if got := must(s.Reviews(ctx, ladder.ReviewQuery{Key: stepKey})); len(got) != 0 {
+		t.Errorf("Reviews = %+v, want none", got)
+	}
+	if got := must(s.WeekAggs(ctx, stepKey)); len(got) != 0 && got[0].N != 0 {
+		t.Errorf("WeekAggs = %+v, want nothing counted", got)
+	}
+	if diff := cmp.Diff(before, must(s.GetStepState(ctx, stepKey))); diff != "" {
+		t.Errorf("state changed (-before +after):\n%s", diff)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 1})
+	// The route can still be reviewed.
+	must2(s.RecordReview(ctx, review(t, "rv_2", routes[0], t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)))
+}
+
+// epochN sums n over the weeks of the state's epoch.
+func epochN(st ladder.StepState, weeks []ladder.WeekAgg) int {
+	n := 0
+	for _, w := range weeks {
+		if w.Epoch == st.Epoch {
+			n += w.N
+		}
+	}
+	return n
+}
+
+func testPromotionOnce(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const reviews, threshold = 64, 40
+	routes := setupRoutes(t, s, ladder.LaneShadow, reviews)
+	promote := func(st ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		n := epochN(st, weeks)
+		if st.Lane != ladder.LaneShadow || n < threshold {
+			return st, nil, nil, nil
+		}
+		at := t0.Add(time.Hour)
+		ch := &ladder.LaneChange{At: at, From: st.Lane, To: ladder.LanePropose, Rule: "test.promote",
+			Numbers: map[string]float64{"n": float64(n)}, Actor: "system"}
+		st.Lane, st.LaneSince = ladder.LanePropose, at
+		e, err := ladder.NewAuditEntry(st.Workspace, "system", ladder.AuditLaneChange, st.Step, at, ch)
+		return st, ch, []ladder.AuditEntry{e}, err
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		changes []*ladder.LaneChange
+	)
+	for i, r := range routes {
+		wg.Go(func() {
+			_, ch, err := s.RecordReview(ctx, review(t, fmt.Sprintf("rv_%d", i), r, t0.Add(time.Duration(i)*time.Second), ladder.ReviewShadow, ladder.VerdictAgree, promote))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("review %d: %v", i, err)
+			}
+			if ch != nil {
+				changes = append(changes, ch)
+			}
+		})
+	}
+	wg.Wait()
+	if len(changes) != 1 {
+		t.Fatalf("%d reviews returned a lane change, want exactly 1", len(changes))
+	}
+	stored := must(s.LaneChanges(ctx, stepKey))
+	if diff := cmp.Diff([]ladder.LaneChange{*changes[0]}, stored); diff != "" {
+		t.Errorf("LaneChanges (-returned +stored):\n%s", diff)
+	}
+	if ch := stored[0]; ch.From != ladder.LaneShadow || ch.To != ladder.LanePropose || ch.Numbers["n"] != threshold || ch.ID == "" {
+		t.Errorf("lane change = %+v, want shadow → propose at n = %d with an id", ch, threshold)
+	}
+	st := must(s.GetStepState(ctx, stepKey))
+	if st.Lane != ladder.LanePropose {
+		t.Errorf("lane = %s, want propose", st.Lane)
+	}
+	if aggs := must(s.WeekAggs(ctx, stepKey)); len(aggs) != 1 || aggs[0].N != reviews {
+		t.Errorf("WeekAggs = %+v, want one week with n = %d", aggs, reviews)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: reviews, ladder.AuditReview: reviews, ladder.AuditLaneChange: 1})
+}
+
+func testEpoch(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LanePropose, 3)
+	// Demote on any severity-1 error in the current epoch, and start a new
+	// epoch, as the rules do.
+	demote := func(st ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		for _, w := range weeks {
+			if w.Epoch == st.Epoch && w.Sev1 > 0 && st.Lane == ladder.LanePropose {
+				ch := &ladder.LaneChange{At: t0.Add(time.Hour), From: st.Lane, To: ladder.LaneShadow, Rule: "test.demote",
+					Numbers: map[string]float64{"severity": 1}, Actor: "system"}
+				st.Lane, st.LaneSince, st.Epoch, st.LastSev1At = ladder.LaneShadow, ch.At, st.Epoch+1, ch.At
+				return st, ch, []ladder.AuditEntry{entry(t, st.Workspace, ladder.AuditLaneChange, st.Step, ch.At, ch)}, nil
+			}
+		}
+		return st, nil, nil, nil
+	}
+	must2(s.RecordReview(ctx, review(t, "rv_0", routes[0], t0, ladder.ReviewApproval, ladder.VerdictAgree, demote)))
+	bad := review(t, "rv_1", routes[1], t0.Add(time.Minute), ladder.ReviewApproval, ladder.VerdictDisagree, demote)
+	bad.Review.Severity = 1
+	st, ch, err := s.RecordReview(ctx, bad)
+	check(t, err)
+	if ch == nil || st.Epoch != 1 || st.Lane != ladder.LaneShadow || !st.LastSev1At.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after severity-1 review: state %+v, change %+v; want shadow in epoch 1", st, ch)
+	}
+	must2(s.RecordReview(ctx, review(t, "rv_2", routes[2], t0.Add(2*time.Minute), ladder.ReviewShadow, ladder.VerdictAgree, demote)))
+
+	_, start := ladder.ISOWeek(t0)
+	want := []ladder.WeekAgg{
+		{Workspace: wsA, Queue: "bills", Step: "post_tms", ISOWeek: "2026-W35", WeekStart: start, Epoch: 0, N: 2, Agreements: 1, Sev1: 1},
+		{Workspace: wsA, Queue: "bills", Step: "post_tms", ISOWeek: "2026-W35", WeekStart: start, Epoch: 1, N: 1, Agreements: 1},
+	}
+	if diff := cmp.Diff(want, must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs across a demotion (-want +got):\n%s", diff)
+	}
+	got := must(s.GetStepState(ctx, stepKey))
+	if diff := cmp.Diff(st, got, ignoreVersion); diff != "" {
+		t.Errorf("stored state (-returned after demotion +stored):\n%s", diff)
+	}
+	if n := len(must(s.LaneChanges(ctx, stepKey))); n != 1 {
+		t.Errorf("%d lane changes, want 1", n)
+	}
+}
+
+func testSetLane(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	check(t, s.EnsureSteps(ctx, []ladder.StepState{stateOf(stepKey, ladder.LaneShadow)}))
+	st := must(s.GetStepState(ctx, stepKey))
+
+	up := ladder.LaneChange{ID: "lc_up", At: t0.Add(time.Hour), To: ladder.LanePropose, Rule: "manual",
+		Numbers: map[string]float64{"n": 120}, Actor: "k_admin", Reason: "evidence reviewed"}
+	moved := must(s.SetLane(ctx, ladder.LaneWrite{Key: stepKey, Change: up, IfVersion: st.Version,
+		Audit: []ladder.AuditEntry{entry(t, wsA, ladder.AuditLaneChange, stepKey.Step, up.At, up)}}))
+	if moved.Lane != ladder.LanePropose || !moved.LaneSince.Equal(up.At) || moved.Version == st.Version || moved.Epoch != 0 {
+		t.Errorf("after SetLane: %+v; want propose since %v, a new version, epoch 0", moved, up.At)
+	}
+	if diff := cmp.Diff(moved, must(s.GetStepState(ctx, stepKey))); diff != "" {
+		t.Errorf("stored state (-returned +stored):\n%s", diff)
+	}
+
+	// A write based on the old version loses.
+	stale := ladder.LaneWrite{Key: stepKey, IfVersion: st.Version,
+		Change: ladder.LaneChange{At: t0.Add(2 * time.Hour), To: ladder.LaneAuto, Rule: "manual", Actor: "k_admin"},
+		Audit:  []ladder.AuditEntry{entry(t, wsA, ladder.AuditLaneChange, stepKey.Step, t0, nil)}}
+	_, err := s.SetLane(ctx, stale)
+	wantErr(t, "SetLane with a stale IfVersion", err, ladder.ErrConflict)
+	if diff := cmp.Diff(moved, must(s.GetStepState(ctx, stepKey))); diff != "" {
+		t.Errorf("state after a refused SetLane (-want +got):\n%s", diff)
+	}
+
+	// A pin moves down: a new epoch starts.
+	pin := ladder.LaneChange{ID: "lc_pin", At: t0.Add(3 * time.Hour), To: ladder.LaneHumanOnly, Rule: "pin", Actor: "k_admin", Reason: "dispute"}
+	pinned := must(s.SetLane(ctx, ladder.LaneWrite{Key: stepKey, Change: pin, Pinned: true, Reason: "dispute",
+		Audit: []ladder.AuditEntry{entry(t, wsA, ladder.AuditPin, stepKey.Step, pin.At, pin)}}))
+	if pinned.Lane != ladder.LaneHumanOnly || !pinned.Pinned || pinned.PinReason != "dispute" || pinned.Epoch != 1 {
+		t.Errorf("after pin: %+v; want human_only, pinned for dispute, epoch 1", pinned)
+	}
+
+	// An unpin keeps the lane but is recorded as a lane change too.
+	unpin := ladder.LaneChange{ID: "lc_unpin", At: t0.Add(4 * time.Hour), To: ladder.LaneHumanOnly, Rule: "unpin", Actor: "k_admin", Reason: "settled"}
+	unpinned := must(s.SetLane(ctx, ladder.LaneWrite{Key: stepKey, Change: unpin, Pinned: false, Reason: "settled",
+		Audit: []ladder.AuditEntry{entry(t, wsA, ladder.AuditUnpin, stepKey.Step, unpin.At, unpin)}}))
+	if unpinned.Lane != ladder.LaneHumanOnly || unpinned.Pinned || unpinned.Epoch != 1 || !unpinned.LaneSince.Equal(pin.At) {
+		t.Errorf("after unpin: %+v; want human_only since the pin, not pinned, epoch 1", unpinned)
+	}
+
+	want := []ladder.LaneChange{
+		{ID: "lc_up", Workspace: wsA, Queue: "bills", Step: "post_tms", At: up.At, From: ladder.LaneShadow, To: ladder.LanePropose,
+			Rule: "manual", Numbers: map[string]float64{"n": 120}, Actor: "k_admin", Reason: "evidence reviewed"},
+		{ID: "lc_pin", Workspace: wsA, Queue: "bills", Step: "post_tms", At: pin.At, From: ladder.LanePropose, To: ladder.LaneHumanOnly,
+			Rule: "pin", Actor: "k_admin", Reason: "dispute"},
+		{ID: "lc_unpin", Workspace: wsA, Queue: "bills", Step: "post_tms", At: unpin.At, From: ladder.LaneHumanOnly, To: ladder.LaneHumanOnly,
+			Rule: "unpin", Actor: "k_admin", Reason: "settled"},
+	}
+	if diff := cmp.Diff(want, must(s.LaneChanges(ctx, stepKey)), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("LaneChanges (-want +got):\n%s", diff)
+	}
+	if got := must(s.LaneChanges(ctx, ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"})); len(got) != 0 {
+		t.Errorf("another workspace's LaneChanges = %+v, want none", got)
+	}
+	_, err = s.SetLane(ctx, ladder.LaneWrite{Key: ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"},
+		Change: ladder.LaneChange{To: ladder.LaneAuto}})
+	wantErr(t, "SetLane of an unknown step", err, ladder.ErrNotFound)
+	wantAuditKinds(t, s, map[string]int{ladder.AuditLaneChange: 1, ladder.AuditPin: 1, ladder.AuditUnpin: 1})
+}
+
+func testReviewsFilters(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LaneAuto, 6)
+	kinds := []ladder.ReviewKind{ladder.ReviewShadow, ladder.ReviewAudit, ladder.ReviewApproval, ladder.ReviewAudit, ladder.ReviewShadow, ladder.ReviewAudit}
+	verdicts := []ladder.Verdict{ladder.VerdictAgree, ladder.VerdictDisagree, ladder.VerdictDisagree, ladder.VerdictAgree, ladder.VerdictDisagree, ladder.VerdictAgree}
+	var all []ladder.Review
+	for i, r := range routes {
+		w := review(t, fmt.Sprintf("rv_%d", i), r, t0.Add(time.Duration(i)*time.Hour), kinds[i], verdicts[i], keep)
+		w.Review.Note = fmt.Sprintf("note %d", i)
+		w.Review.Correction = json.RawMessage(`{"amount":1300}`)
+		w.Review.Severity = i % 3
+		if i == 2 {
+			w.Review.OperatorError = boolPtr(true)
+		}
+		must2(s.RecordReview(ctx, w))
+		all = append(all, w.Review)
+	}
+	slices.Reverse(all) // newest first
+	pick := func(idx ...int) []ladder.Review {
+		var out []ladder.Review
+		for _, i := range idx {
+			out = append(out, all[len(all)-1-i])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		q    ladder.ReviewQuery
+		want []ladder.Review
+	}{
+		{"all", ladder.ReviewQuery{Key: stepKey}, all},
+		{"disagreements", ladder.ReviewQuery{Key: stepKey, Disagreement: true}, pick(4, 2, 1)},
+		{"audits", ladder.ReviewQuery{Key: stepKey, Kind: ladder.ReviewAudit}, pick(5, 3, 1)},
+		{"audit disagreements", ladder.ReviewQuery{Key: stepKey, Kind: ladder.ReviewAudit, Disagreement: true}, pick(1)},
+		{"limit", ladder.ReviewQuery{Key: stepKey, Limit: 2}, pick(5, 4)},
+		{"other step", ladder.ReviewQuery{Key: ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "read_bill"}}, nil},
+		{"other workspace", ladder.ReviewQuery{Key: ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"}}, nil},
+	} {
+		got := must(s.Reviews(ctx, tc.q))
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Reviews %s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func testOutcomes(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	add := func(step, by string, ok bool, n int) {
+		t.Helper()
+		for i := range n {
+			o := ladder.Outcome{Workspace: wsA, Queue: "bills", Step: step, Item: fmt.Sprintf("%s-%s-%v-%d", step, by, ok, i),
+				HandledBy: by, OK: ok, At: t0.Add(time.Duration(i) * time.Minute)}
+			check(t, s.RecordOutcome(ctx, o, entry(t, wsA, ladder.AuditOutcome, o.Item, o.At, map[string]any{"ok": ok})))
+		}
+	}
+	add("post_tms", ladder.HandledByAgent, true, 3)
+	add("post_tms", ladder.HandledByAgent, false, 1)
+	add("post_tms", ladder.HandledByPerson, true, 2)
+	add("post_tms", ladder.HandledByPerson, false, 2)
+	add("read_bill", ladder.HandledByAgent, false, 5)
+	want := ladder.OutcomeCounts{AgentN: 4, AgentFailures: 1, PersonN: 4, PersonFailures: 2}
+	if diff := cmp.Diff(want, must(s.OutcomeCounts(ctx, stepKey))); diff != "" {
+		t.Errorf("OutcomeCounts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ladder.OutcomeCounts{}, must(s.OutcomeCounts(ctx, ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"}))); diff != "" {
+		t.Errorf("OutcomeCounts of another workspace (-want +got):\n%s", diff)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditOutcome: 13})
+}
+
+// history builds the demo's kind of load: weeks of aggregates for three
+// steps, lane changes, routes with reviews, outcomes and audit.
+func history(t *testing.T, weeks int, lane ladder.Lane) ladder.History {
+	var h ladder.History
+	steps := []string{"post_tms", "read_bill", "match_rate"}
+	start := t0.AddDate(0, 0, -7*weeks)
+	for _, step := range steps {
+		k := ladder.StepKey{Workspace: wsA, Queue: "bills", Step: step}
+		st := stateOf(k, lane)
+		st.Epoch = 1
+		h.States = append(h.States, st)
+		for w := range weeks {
+			at := start.AddDate(0, 0, 7*w)
+			iso, ws := ladder.ISOWeek(at)
+			h.Weeks = append(h.Weeks, ladder.WeekAgg{Workspace: wsA, Queue: "bills", Step: step, ISOWeek: iso, WeekStart: ws,
+				Epoch: 1, N: 100 + w, Agreements: 95 + w, AuditN: 10, AuditAgree: 9, OpN: 4, OpErrors: 1})
+		}
+		h.LaneChanges = append(h.LaneChanges,
+			ladder.LaneChange{ID: "lc_" + step + "_1", Workspace: wsA, Queue: "bills", Step: step, At: start, From: ladder.LaneHumanOnly,
+				To: ladder.LaneShadow, Rule: "config", Numbers: map[string]float64{}, Actor: "system"},
+			ladder.LaneChange{ID: "lc_" + step + "_2", Workspace: wsA, Queue: "bills", Step: step, At: start.AddDate(0, 0, 14),
+				From: ladder.LaneShadow, To: lane, Rule: "shadow_to_propose", Numbers: map[string]float64{"n": 150, "wilson_lower": 0.951}, Actor: "system"})
+		for i := range 400 {
+			at := start.Add(time.Duration(i) * time.Hour)
+			r := newRoute(fmt.Sprintf("rt_%s_%d", step, i), wsA, fmt.Sprintf("bill-%d", i), at)
+			r.Step = step
+			h.Routes = append(h.Routes, r)
+			verdict := ladder.VerdictAgree
+			if i%10 == 0 {
+				verdict = ladder.VerdictDisagree
+			}
+			h.Reviews = append(h.Reviews, ladder.Review{ID: fmt.Sprintf("rv_%s_%d", step, i), RouteID: r.ID, Workspace: wsA,
+				Queue: "bills", Step: step, Item: r.Item, Kind: ladder.ReviewShadow, Verdict: verdict, Reviewer: "k_human", At: at})
+			by := ladder.HandledByAgent
+			if i%2 == 1 {
+				by = ladder.HandledByPerson
+			}
+			h.Outcomes = append(h.Outcomes, ladder.Outcome{ID: fmt.Sprintf("oc_%s_%d", step, i), Workspace: wsA, Queue: "bills",
+				Step: step, Item: r.Item, HandledBy: by, OK: i%20 != 0, At: at})
+		}
+	}
+	for i := range 100 {
+		h.Audit = append(h.Audit, entry(t, wsA, ladder.AuditReview, fmt.Sprint(i), start.Add(time.Duration(i)*time.Minute), map[string]int{"i": i}))
+	}
+	return h
+}
+
+func testImportHistory(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	// A state that exists before the import is replaced.
+	check(t, s.EnsureSteps(ctx, []ladder.StepState{stateOf(stepKey, ladder.LaneShadow)}))
+	h := history(t, 14, ladder.LanePropose)
+
+	began := time.Now()
+	check(t, s.ImportHistory(ctx, h))
+	took := time.Since(began)
+	rows := len(h.States) + len(h.Weeks) + len(h.LaneChanges) + len(h.Routes) + len(h.Reviews) + len(h.Outcomes) + len(h.Audit)
+	t.Logf("imported %d rows in %v", rows, took)
+	// The demo seeds 14 weeks at start-up, so this must be quick. The bound
+	// is loose (the sqlite backend takes tens of milliseconds) and off
+	// under the race detector.
+	if took > 2*time.Second && !raceEnabled {
+		t.Errorf("ImportHistory of %d rows took %v", rows, took)
+	}
+
+	var wantWeeks []ladder.WeekAgg
+	for _, w := range h.Weeks {
+		if w.Step == stepKey.Step {
+			wantWeeks = append(wantWeeks, w)
+		}
+	}
+	if diff := cmp.Diff(wantWeeks, must(s.WeekAggs(ctx, stepKey))); diff != "" {
+		t.Errorf("WeekAggs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(h.LaneChanges[:2], must(s.LaneChanges(ctx, stepKey))); diff != "" {
+		t.Errorf("LaneChanges (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(h.States, must(s.ListStepStates(ctx, wsA)), ignoreVersion); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ladder.OutcomeCounts{AgentN: 200, AgentFailures: 20, PersonN: 200}, must(s.OutcomeCounts(ctx, stepKey))); diff != "" {
+		t.Errorf("OutcomeCounts (-want +got):\n%s", diff)
+	}
+	if n := len(must(s.Reviews(ctx, ladder.ReviewQuery{Key: stepKey, Disagreement: true}))); n != 40 {
+		t.Errorf("imported disagreements = %d, want 40", n)
+	}
+	r := h.Routes[0]
+	if diff := cmp.Diff(r, must(s.GetRoute(ctx, wsA, r.ID))); diff != "" {
+		t.Errorf("imported route (-want +got):\n%s", diff)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditReview: 100})
+
+	// Aggregates are added: importing a week again adds to its row.
+	last := h.Weeks[13]
+	more := ladder.History{Weeks: []ladder.WeekAgg{{Workspace: wsA, Queue: "bills", Step: last.Step, ISOWeek: last.ISOWeek,
+		WeekStart: last.WeekStart, Epoch: last.Epoch, N: 5, Agreements: 5}}}
+	check(t, s.ImportHistory(ctx, more))
+	got := must(s.WeekAggs(ctx, stepKey))
+	if n := got[len(got)-1]; n.N != last.N+5 || n.Agreements != last.Agreements+5 {
+		t.Errorf("week %s after a second import: n %d agreements %d, want %d and %d", last.ISOWeek, n.N, n.Agreements, last.N+5, last.Agreements+5)
+	}
+
+	// A live review after the import counts in the imported epoch and
+	// may adjudicate an imported review.
+	adj := review(t, "rv_adj", r, t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)
+	adj.Review.Adjudication = true
+	st, _, err := s.RecordReview(ctx, adj)
+	check(t, err)
+	if st.Epoch != 1 || st.Lane != ladder.LanePropose {
+		t.Errorf("state after review: %+v, want the imported propose in epoch 1", st)
+	}
+}
+
+func testPing(t *testing.T, s ladder.Store) {
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+}
