@@ -254,7 +254,7 @@ func (s *Service) applyRules(st ladder.Step, th rules.Thresholds, state ladder.S
 			state.LastAuditFailAt = now
 			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, true, 0)
 			state.AuditRateSince = now
-		} else if clean := int(now.Sub(state.AuditRateSince) / rules.Week); clean >= rules.AuditCleanWeeks {
+		} else if clean := int(now.Sub(rateAnchor(state)) / rules.Week); clean >= rules.AuditCleanWeeks {
 			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, false, clean)
 			state.AuditRateSince = now
 		}
@@ -568,4 +568,14 @@ func evidenceSummary(f Figures, why string) string {
 	}
 	return fmt.Sprintf("the agent agreed with the person on %s of %d reviews over the last four weeks (Wilson 95%% %.3f–%.3f). %s",
 		pct(*r.Accuracy), r.N, r.WilsonLower, r.WilsonUpper, why)
+}
+
+// rateAnchor is when the audit rate's clean weeks start counting: its last
+// change, or the step's entry into its lane for states stored before the
+// rate's change time was kept.
+func rateAnchor(st ladder.StepState) time.Time {
+	if st.AuditRateSince.IsZero() {
+		return st.LaneSince
+	}
+	return st.AuditRateSince
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, version"
+const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version"
 
 // EnsureSteps inserts the state of every step that has none yet. Existing
 // states are kept. A new state starts at version 1, so IfVersion checks
@@ -37,9 +37,9 @@ func (w *wtx) putState(st ladder.StepState, onConflict string) error {
 	if !st.Lane.Valid() {
 		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
-	_, err := w.exec(`INSERT INTO step_states (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+	_, err := w.exec(`INSERT INTO step_states (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
 		st.Workspace, st.Queue, st.Step, string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned),
-		st.PinReason, st.AuditRate, fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), st.Version)
+		st.PinReason, st.AuditRate, fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version)
 	return err
 }
 
@@ -49,10 +49,10 @@ func (w *wtx) updateState(st ladder.StepState) error {
 		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
 	_, err := w.exec(`UPDATE step_states SET lane = ?, lane_since = ?, epoch = ?, pinned = ?, pin_reason = ?,
-		audit_rate = ?, last_sev1_at = ?, last_audit_fail_at = ?, version = ?
+		audit_rate = ?, last_sev1_at = ?, last_audit_fail_at = ?, audit_rate_since = ?, version = ?
 		WHERE workspace = ? AND queue = ? AND step = ?`,
 		string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned), st.PinReason, st.AuditRate,
-		fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), st.Version, st.Workspace, st.Queue, st.Step)
+		fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version, st.Workspace, st.Queue, st.Step)
 	return err
 }
 
@@ -92,12 +92,12 @@ func (s *Store) ListStepStates(ctx context.Context, workspace string) ([]ladder.
 func scanState(r scanner) (ladder.StepState, error) {
 	var (
 		st                            ladder.StepState
-		lane, since, lastSev1, lastAF string
+		lane, since, lastSev1, lastAF, rateSince string
 		pinned                        int
 		err                           error
 	)
 	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &pinned, &st.PinReason,
-		&st.AuditRate, &lastSev1, &lastAF, &st.Version); err != nil {
+		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version); err != nil {
 		return ladder.StepState{}, err
 	}
 	st.Lane, st.Pinned = ladder.Lane(lane), pinned != 0
@@ -108,6 +108,9 @@ func scanState(r scanner) (ladder.StepState, error) {
 		return ladder.StepState{}, err
 	}
 	if st.LastAuditFailAt, err = parseTime(lastAF); err != nil {
+		return ladder.StepState{}, err
+	}
+	if st.AuditRateSince, err = parseTime(rateSince); err != nil {
 		return ladder.StepState{}, err
 	}
 	return st, nil

@@ -525,7 +525,7 @@ func testRouteScope(t *testing.T, s ladder.Store) {
 }
 
 func stateOf(key ladder.StepKey, lane ladder.Lane) ladder.StepState {
-	return ladder.StepState{Workspace: key.Workspace, Queue: key.Queue, Step: key.Step, Lane: lane, LaneSince: t0, AuditRate: 0.05}
+	return ladder.StepState{Workspace: key.Workspace, Queue: key.Queue, Step: key.Step, Lane: lane, LaneSince: t0, AuditRate: 0.05, AuditRateSince: t0.Add(time.Minute)}
 }
 
 var ignoreVersion = cmpopts.IgnoreFields(ladder.StepState{}, "Version")

@@ -50,6 +50,7 @@ CREATE TABLE step_states (
 	audit_rate         REAL NOT NULL,
 	last_sev1_at       TEXT NOT NULL,
 	last_audit_fail_at TEXT NOT NULL,
+	audit_rate_since   TEXT NOT NULL DEFAULT '',
 	version            INTEGER NOT NULL,
 	PRIMARY KEY (workspace, queue, step)
 );
