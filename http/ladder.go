@@ -68,7 +68,7 @@ func (s *Server) steps(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) evidence(w http.ResponseWriter, r *http.Request) error {
-	pack, err := s.svc.Evidence(r.Context(), principal(r).Workspace, r.PathValue("queue"), r.PathValue("step"))
+	pack, err := s.svc.Evidence(r.Context(), principal(r).Workspace, queueParam(r), r.PathValue("step"))
 	if err != nil {
 		return err
 	}
@@ -82,11 +82,20 @@ func (s *Server) pin(pin bool) handlerFunc {
 		if err := decode(r, &req); err != nil {
 			return err
 		}
-		st, err := s.svc.Pin(r.Context(), principal(r), r.PathValue("queue"), r.PathValue("step"), req, pin)
+		st, err := s.svc.Pin(r.Context(), principal(r), queueParam(r), r.PathValue("step"), req, pin)
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, st)
 		return nil
 	}
+}
+
+// queueParam reads the {queue} path segment; "-" means any queue, for
+// callers that know a step by id or name alone.
+func queueParam(r *http.Request) string {
+	if q := r.PathValue("queue"); q != "-" {
+		return q
+	}
+	return ""
 }

@@ -63,6 +63,10 @@ func commands() []command {
 		{"serve", "serve the REST API, /mcp and the console", cmdServe},
 		{"demo", "run a server on the embedded demo config with 14 weeks of history", cmdDemo},
 		{"mcp", "bridge MCP over stdio to a server (mcp --stdio --server URL --key KEY)", cmdMCP},
+		{"steps", "list which steps run alone (against a server)", cmdSteps},
+		{"evidence", "show a step's evidence pack: evidence STEP", cmdEvidence},
+		{"route", "ask for a decision: route STEP ITEM", cmdRoute},
+		{"review", "record a verdict: review ROUTE_ID --agree|--disagree", cmdReview},
 		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
 		{"audit", "verify or export the audit log (audit verify|export)", cmdAudit},
 		{"version", "print the version", func(ctx context.Context, e env, args []string) error {

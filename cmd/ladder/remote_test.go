@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder/internal/testenv"
+)
+
+func TestRemoteCLI(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	agent := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/agent"]}
+	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/human"]}
+
+	out, _, err := runCLI(t, agent, "steps")
+	if err != nil || !strings.Contains(out, "Runs alone: Read the bill; Post to the TMS.") {
+		t.Fatalf("steps: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, agent, "evidence", "Decide", "hold", "or", "release")
+	if err != nil || !strings.HasPrefix(out, "Decide hold or release (bills/decide_hold) is in shadow.") || !strings.Contains(out, "2026-W") {
+		t.Fatalf("evidence: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, agent, "route", "post_tms", "BILL-9", "--json")
+	var rt struct {
+		ID       string `json:"route_id"`
+		Decision string `json:"decision"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rt) != nil || rt.Decision != "act_alone" {
+		t.Fatalf("route: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, human, "review", rt.ID, "--agree")
+	if err != nil || !strings.Contains(out, "Recorded review") {
+		t.Fatalf("review: %v\n%s", err, out)
+	}
+	_, _, err = runCLI(t, human, "review", rt.ID, "--disagree", "--severity", "2")
+	if exitCode(err) != 3 || !strings.Contains(err.Error(), "ALREADY_REVIEWED") {
+		t.Fatalf("second review: %v", err)
+	}
+	_, _, err = runCLI(t, agent, "evidence", "Check the fuel surcharge")
+	if exitCode(err) != 3 || !strings.Contains(err.Error(), "STEP_NOT_FOUND") || !strings.Contains(err.Error(), "Rate check") {
+		t.Fatalf("unknown step: %v", err)
+	}
+	_, _, err = runCLI(t, map[string]string{"LADDER_SERVER": e.Server.URL}, "steps")
+	if exitCode(err) != 3 || !strings.Contains(err.Error(), "--key") {
+		t.Fatalf("no key: %v", err)
+	}
+}
