@@ -91,10 +91,10 @@ func (s *Store) ListStepStates(ctx context.Context, workspace string) ([]ladder.
 
 func scanState(r scanner) (ladder.StepState, error) {
 	var (
-		st                            ladder.StepState
+		st                                       ladder.StepState
 		lane, since, lastSev1, lastAF, rateSince string
-		pinned                        int
-		err                           error
+		pinned                                   int
+		err                                      error
 	)
 	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &pinned, &st.PinReason,
 		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version); err != nil {
