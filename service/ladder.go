@@ -2,12 +2,12 @@ package service
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"strings"
 	"time"
@@ -65,12 +65,15 @@ func (s *Service) sampled(workspace, queue, step, item string, rate float64) boo
 	if rate >= 1 {
 		return true
 	}
-	m := hmac.New(sha256.New, s.auditSecret)
-	for _, part := range []string{workspace, queue, step, item} {
+	m := s.macs.Get().(hash.Hash)
+	defer s.macs.Put(m)
+	m.Reset()
+	var buf [sha256.Size]byte
+	for _, part := range [...]string{workspace, queue, step, item} {
 		m.Write([]byte(part))
 		m.Write([]byte{0})
 	}
-	sum := m.Sum(nil)
+	sum := m.Sum(buf[:0])
 	u := float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
 	return u < rate
 }

@@ -7,10 +7,13 @@ package service
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -39,6 +42,7 @@ type Service struct {
 	auditSecret []byte
 	now         func() time.Time
 	log         *slog.Logger
+	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -51,6 +55,7 @@ func New(opts Options) (*Service, error) {
 		return nil, errors.New("service: a store is required")
 	}
 	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
+	s.macs.New = func() any { return hmac.New(sha256.New, s.auditSecret) }
 	if s.now == nil {
 		s.now = time.Now
 	}

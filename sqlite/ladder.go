@@ -561,10 +561,19 @@ func (s *Store) Reviews(ctx context.Context, q ladder.ReviewQuery) ([]ladder.Rev
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.readers.QueryContext(ctx, `SELECT `+reviewColumns+` FROM reviews
-		WHERE workspace = ? AND queue = ? AND step = ? AND (? = 0 OR verdict = 'disagree') AND (? = '' OR kind = ?)
-		ORDER BY at DESC, rowid DESC LIMIT ?`,
-		q.Key.Workspace, q.Key.Queue, q.Key.Step, boolInt(q.Disagreement), string(q.Kind), string(q.Kind), limit)
+	// The filters are spelled out, not folded into "? = 0 OR …", so that
+	// SQLite can walk the matching index backwards and stop after limit
+	// rows: the pack's recent lists stay O(limit) with a million reviews.
+	where, args := `workspace = ? AND queue = ? AND step = ?`, []any{q.Key.Workspace, q.Key.Queue, q.Key.Step}
+	if q.Disagreement {
+		where += ` AND verdict = 'disagree'`
+	}
+	if q.Kind != "" {
+		where += ` AND kind = ?`
+		args = append(args, string(q.Kind))
+	}
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+reviewColumns+` FROM reviews WHERE `+where+`
+		ORDER BY at DESC, rowid DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("reviews: %w", s.mapErr(err))
 	}

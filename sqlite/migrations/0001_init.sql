@@ -101,6 +101,8 @@ CREATE TABLE reviews (
 CREATE UNIQUE INDEX reviews_first_per_route ON reviews (route_id) WHERE adjudication = 0;
 CREATE INDEX reviews_by_route ON reviews (route_id, counted);
 CREATE INDEX reviews_by_step ON reviews (workspace, queue, step, at);
+CREATE INDEX reviews_by_step_verdict ON reviews (workspace, queue, step, verdict, at);
+CREATE INDEX reviews_by_step_kind ON reviews (workspace, queue, step, kind, at);
 
 -- Weekly aggregates per step and epoch: an evidence pack costs O(weeks).
 CREATE TABLE week_aggs (

@@ -1,0 +1,822 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/ladderhq/ladder"
+)
+
+const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version"
+
+// EnsureSteps inserts the state of every step that has none yet. Existing
+// states are kept. A new state starts at version 1, so IfVersion checks
+// always have a non-zero version to compare.
+func (s *Store) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
+	err := s.write(ctx, func(w *wtx) error {
+		for _, st := range states {
+			st.Version = max(st.Version, 1)
+			if err := w.putState(st, `ON CONFLICT DO NOTHING`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensure steps: %w", err)
+	}
+	return nil
+}
+
+// putState inserts st; onConflict says what to do when the step has a state.
+func (w *wtx) putState(st ladder.StepState, onConflict string) error {
+	q, args, err := putStateSQL(st, onConflict)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(q, args...)
+	return err
+}
+
+func putStateSQL(st ladder.StepState, onConflict string) (string, []any, error) {
+	if !st.Lane.Valid() {
+		return "", nil, fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
+	}
+	return `INSERT INTO step_states (` + stateColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + onConflict,
+		[]any{st.Workspace, st.Queue, st.Step, string(st.Lane), nullTime(st.LaneSince), st.Epoch, st.Pinned,
+			st.PinReason, st.AuditRate, nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version}, nil
+}
+
+// updateState stores st over the step's state.
+func (w *wtx) updateState(st ladder.StepState) error {
+	if !st.Lane.Valid() {
+		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
+	}
+	_, err := w.exec(`UPDATE step_states SET lane = $1, lane_since = $2, epoch = $3, pinned = $4, pin_reason = $5,
+		audit_rate = $6, last_sev1_at = $7, last_audit_fail_at = $8, audit_rate_since = $9, version = $10
+		WHERE workspace = $11 AND queue = $12 AND step = $13`,
+		string(st.Lane), nullTime(st.LaneSince), st.Epoch, st.Pinned, st.PinReason, st.AuditRate,
+		nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version,
+		st.Workspace, st.Queue, st.Step)
+	return err
+}
+
+// lockState reads the step's state and locks its row until the batch
+// commits: writes that decide from the state (RecordReview, SetLane) are
+// serialized per step across every replica.
+func (w *wtx) lockState(k ladder.StepKey) (ladder.StepState, error) {
+	st, err := scanState(w.queryRow(`SELECT `+stateColumns+` FROM step_states
+		WHERE workspace = $1 AND queue = $2 AND step = $3 FOR UPDATE`, k.Workspace, k.Queue, k.Step))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ladder.StepState{}, fmt.Errorf("step state %s/%s: %w", k.Queue, k.Step, ladder.ErrNotFound)
+	}
+	return st, err
+}
+
+// GetStepState returns one step's state, or ErrNotFound.
+func (s *Store) GetStepState(ctx context.Context, k ladder.StepKey) (ladder.StepState, error) {
+	if err := s.reading(); err != nil {
+		return ladder.StepState{}, fmt.Errorf("get step state: %w", err)
+	}
+	st, err := scanState(s.pool.QueryRow(ctx, `SELECT `+stateColumns+` FROM step_states
+		WHERE workspace = $1 AND queue = $2 AND step = $3`, k.Workspace, k.Queue, k.Step))
+	if err != nil {
+		return ladder.StepState{}, fmt.Errorf("get step state: %w", s.readErr(err))
+	}
+	return st, nil
+}
+
+// ListStepStates returns the states of a workspace's steps in the order
+// they were first stored (the config's order, when EnsureSteps stored them).
+func (s *Store) ListStepStates(ctx context.Context, workspace string) ([]ladder.StepState, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("list step states: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+stateColumns+` FROM step_states WHERE workspace = $1 ORDER BY ord`, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list step states: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanState)
+	if err != nil {
+		return nil, fmt.Errorf("list step states: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanState(r pgx.Row) (ladder.StepState, error) {
+	var (
+		st                                 ladder.StepState
+		lane                               string
+		since, lastSev1, lastAF, rateSince *time.Time
+	)
+	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &st.Pinned, &st.PinReason,
+		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version); err != nil {
+		return ladder.StepState{}, err
+	}
+	st.Lane = ladder.Lane(lane)
+	st.LaneSince, st.LastSev1At, st.LastAuditFailAt, st.AuditRateSince = fromNull(since), fromNull(lastSev1), fromNull(lastAF), fromNull(rateSince)
+	return st, nil
+}
+
+const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at"
+
+// RecordRoute stores r unless a route for the same workspace, queue, step
+// and item exists; either way it returns the stored route and whether it
+// was created now. The audit entry is appended only when the route is
+// created. The insert is ON CONFLICT DO NOTHING on the item's unique key,
+// followed by a read of the stored route: PostgreSQL makes a concurrent
+// insert of the same item (from this batch, or another replica's) wait for
+// the first one's commit, so every caller sees one route.
+func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
+	if r.ID == "" {
+		r.ID = ladder.NewID("rt")
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.At = normTime(r.At)
+	if len(r.Features) == 0 {
+		r.Features = nil
+	}
+	var (
+		got     ladder.Route
+		created bool
+	)
+	err := s.write(ctx, func(w *wtx) error {
+		q, args := insertRouteSQL(r, "ON CONFLICT (workspace, queue, step, item) DO NOTHING")
+		tag, err := w.exec(q, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			got, created = r, true
+			return w.appendAudit(nil, audit)
+		}
+		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+			WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4`, r.Workspace, r.Queue, r.Step, r.Item))
+		if err != nil {
+			return err
+		}
+		got, created = existing, false
+		return nil
+	})
+	if err != nil {
+		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
+	}
+	return got, created, nil
+}
+
+func insertRouteSQL(r ladder.Route, onConflict string) (string, []any) {
+	return `INSERT INTO routes (` + routeColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + onConflict,
+		[]any{r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
+			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At)}
+}
+
+// GetRoute returns a route of the workspace by id, or ErrNotFound (also when
+// the route belongs to another workspace: a key learns nothing of another
+// workspace's ids).
+func (s *Store) GetRoute(ctx context.Context, workspace, id string) (ladder.Route, error) {
+	if err := s.reading(); err != nil {
+		return ladder.Route{}, fmt.Errorf("get route: %w", err)
+	}
+	r, err := scanRoute(s.pool.QueryRow(ctx, `SELECT `+routeColumns+` FROM routes WHERE id = $1 AND workspace = $2`, id, workspace))
+	if err != nil {
+		return ladder.Route{}, fmt.Errorf("get route: %w", s.readErr(err))
+	}
+	return r, nil
+}
+
+func scanRoute(r pgx.Row) (ladder.Route, error) {
+	var (
+		rt             ladder.Route
+		decision, lane string
+		features       []byte
+	)
+	if err := r.Scan(&rt.ID, &rt.Workspace, &rt.Queue, &rt.Step, &rt.Item, &decision, &lane, &rt.Audit,
+		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &rt.At); err != nil {
+		return ladder.Route{}, err
+	}
+	rt.Decision, rt.Lane = ladder.Decision(decision), ladder.Lane(lane)
+	if len(features) > 0 {
+		rt.Features = json.RawMessage(features)
+	}
+	rt.At = rt.At.UTC()
+	return rt, nil
+}
+
+// contribution is what one review adds to its week's aggregate row.
+type contribution struct {
+	n, agree, auditN, auditAgree, sev1, opN, opErr int
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func contributionOf(kind ladder.ReviewKind, verdict ladder.Verdict, severity int, operatorError *bool) contribution {
+	agree := verdict == ladder.VerdictAgree
+	c := contribution{n: 1, agree: boolInt(agree)}
+	if kind == ladder.ReviewAudit {
+		c.auditN, c.auditAgree = 1, boolInt(agree)
+	}
+	if severity == 1 && !agree {
+		c.sev1 = 1
+	}
+	if operatorError != nil {
+		c.opN, c.opErr = 1, boolInt(*operatorError)
+	}
+	return c
+}
+
+// addToWeekSQL adds c to the aggregate row of (step, week, epoch), creating
+// it if needed.
+func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int, c contribution) (string, []any) {
+	return `INSERT INTO week_aggs AS a (workspace, queue, step, iso_week, epoch, week_start,
+			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (workspace, queue, step, iso_week, epoch) DO UPDATE SET
+			n = a.n + excluded.n, agreements = a.agreements + excluded.agreements,
+			audit_n = a.audit_n + excluded.audit_n, audit_agreements = a.audit_agreements + excluded.audit_agreements,
+			sev1 = a.sev1 + excluded.sev1, op_n = a.op_n + excluded.op_n, op_errors = a.op_errors + excluded.op_errors`,
+		[]any{k.Workspace, k.Queue, k.Step, week, epoch, normTime(weekStart),
+			c.n, c.agree, c.auditN, c.auditAgree, c.sev1, c.opN, c.opErr}
+}
+
+const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
+
+// RecordReview stores a review, adds it to its week's aggregate (in the
+// step's current epoch), runs the decider on the new figures and stores its
+// result, all in one transaction. The step's state row is locked (SELECT
+// ... FOR UPDATE) before anything is counted, so reviews of one step are
+// serialized across every replica: each decider sees the counts of every
+// review before it, and a threshold crossed by many reviews at once yields
+// one lane change.
+//
+// The route must exist in the review's workspace (else ErrNotFound); its
+// queue, step and item are the review's. A second review of a route that is
+// not an adjudication is ErrConflict. An adjudication replaces the verdict
+// counted so far: the earlier review's contribution is subtracted from the
+// row it was added to and the adjudication's is added, so n counts the item
+// once.
+//
+// When the decider moves the lane, pin, epoch or audit rate, subscribers of
+// every replica hear of it.
+func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
+	rv := rw.Review
+	if rv.ID == "" {
+		rv.ID = ladder.NewID("rv")
+	}
+	if rv.At.IsZero() {
+		rv.At = s.now()
+	}
+	rv.At = normTime(rv.At)
+	week, weekStart := rw.Week, rw.WeekStart
+	if week == "" || weekStart.IsZero() {
+		w, ws := ladder.ISOWeek(rv.At)
+		if week == "" {
+			week = w
+		}
+		if weekStart.IsZero() {
+			weekStart = ws
+		}
+	}
+	var (
+		state  ladder.StepState
+		change *ladder.LaneChange
+	)
+	err := s.write(ctx, func(w *wtx) error {
+		var err error
+		state, change, err = w.recordReview(rv, rw, week, weekStart)
+		return err
+	})
+	if err != nil {
+		return ladder.StepState{}, nil, fmt.Errorf("record review: %w", err)
+	}
+	return state, change, nil
+}
+
+func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week string, weekStart time.Time) (ladder.StepState, *ladder.LaneChange, error) {
+	var routeWS string
+	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = $1`, rv.RouteID).
+		Scan(&routeWS, &rv.Queue, &rv.Step, &rv.Item)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && routeWS != rv.Workspace) {
+		return ladder.StepState{}, nil, fmt.Errorf("route: %w", ladder.ErrNotFound)
+	}
+	if err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
+	state, err := w.lockState(key)
+	if err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	// Under the step's lock, each statement below sees every review of the
+	// step committed before it (READ COMMITTED takes a snapshot per
+	// statement).
+	if !rv.Adjudication {
+		var n int
+		if err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = $1 AND NOT adjudication`, rv.RouteID).Scan(&n); err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		if n > 0 {
+			return ladder.StepState{}, nil, fmt.Errorf("route %s was reviewed already: %w", rv.RouteID, ladder.ErrConflict)
+		}
+	} else if err := w.uncountEarlier(rv.RouteID); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	if _, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, true)`,
+		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
+		nullBytes(rv.Correction), rv.Severity, rv.OperatorError, rv.Note, rv.Adjudication, rv.Reviewer,
+		rv.At, week, state.Epoch); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	q, args := addToWeekSQL(key, week, weekStart, state.Epoch, contributionOf(rv.Kind, rv.Verdict, rv.Severity, rv.OperatorError))
+	if _, err := w.exec(q, args...); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+
+	next, change, entries := state, (*ladder.LaneChange)(nil), []ladder.AuditEntry(nil)
+	if rw.Decide != nil {
+		weeks, err := w.weekAggs(key)
+		if err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		next, change, entries, err = rw.Decide(state, weeks)
+		if err != nil {
+			return ladder.StepState{}, nil, fmt.Errorf("decide: %w", err)
+		}
+	}
+	// The key is the step's, whatever the decider returned; the version
+	// moves on every review, since the figures behind the state moved.
+	next.Workspace, next.Queue, next.Step = key.Workspace, key.Queue, key.Step
+	next.Version = state.Version + 1
+	next.LaneSince, next.LastSev1At, next.LastAuditFailAt = normTime(next.LaneSince), normTime(next.LastSev1At), normTime(next.LastAuditFailAt)
+	next.AuditRateSince = normTime(next.AuditRateSince)
+	if err := w.updateState(next); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	if change != nil {
+		c := w.normChange(*change, key, state.Lane)
+		if err := w.insertLaneChange(c); err != nil {
+			return ladder.StepState{}, nil, err
+		}
+		change = &c
+	}
+	if next.Lane != state.Lane || next.Pinned != state.Pinned || next.Epoch != state.Epoch || next.AuditRate != state.AuditRate {
+		w.notifyStep(key)
+	}
+	if err := w.appendAudit(nil, append([]ladder.AuditEntry{rw.Audit}, entries...)...); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	return next, change, nil
+}
+
+// uncountEarlier takes the review of the route counted so far, if any, out
+// of its aggregate row, for an adjudication to replace it.
+func (w *wtx) uncountEarlier(routeID string) error {
+	var (
+		id, kind, verdict, week string
+		ws, queue, step         string
+		severity, epoch         int
+		opErr                   *bool
+	)
+	err := w.queryRow(`SELECT id, workspace, queue, step, kind, verdict, severity, operator_error, iso_week, epoch FROM reviews
+		WHERE route_id = $1 AND counted`, routeID).Scan(&id, &ws, &queue, &step, &kind, &verdict, &severity, &opErr, &week, &epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // nothing to replace: the adjudication is the first verdict
+	}
+	if err != nil {
+		return err
+	}
+	c := contributionOf(ladder.ReviewKind(kind), ladder.Verdict(verdict), severity, opErr)
+	if _, err := w.exec(`UPDATE week_aggs SET n = n - $1, agreements = agreements - $2, audit_n = audit_n - $3,
+			audit_agreements = audit_agreements - $4, sev1 = sev1 - $5, op_n = op_n - $6, op_errors = op_errors - $7
+		WHERE workspace = $8 AND queue = $9 AND step = $10 AND iso_week = $11 AND epoch = $12`,
+		c.n, c.agree, c.auditN, c.auditAgree, c.sev1, c.opN, c.opErr, ws, queue, step, week, epoch); err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE reviews SET counted = false WHERE id = $1`, id)
+	return err
+}
+
+// normChange fills what a lane change left out: its id, step, time and the
+// lane it moves from.
+func (w *wtx) normChange(c ladder.LaneChange, key ladder.StepKey, from ladder.Lane) ladder.LaneChange {
+	if c.ID == "" {
+		c.ID = ladder.NewID("lc")
+	}
+	c.Workspace, c.Queue, c.Step = key.Workspace, key.Queue, key.Step
+	if c.At.IsZero() {
+		c.At = w.s.now()
+	}
+	c.At = normTime(c.At)
+	if c.From == "" {
+		c.From = from
+	}
+	return c
+}
+
+const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
+
+func (w *wtx) insertLaneChange(c ladder.LaneChange) error {
+	q, args, err := insertLaneChangeSQL(c)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(q, args...)
+	return err
+}
+
+func insertLaneChangeSQL(c ladder.LaneChange) (string, []any, error) {
+	numbers, err := json.Marshal(c.Numbers)
+	if err != nil {
+		return "", nil, fmt.Errorf("lane change numbers: %w", err)
+	}
+	return `INSERT INTO lane_changes (` + laneChangeColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		[]any{c.ID, c.Workspace, c.Queue, c.Step, normTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason}, nil
+}
+
+// laneRank orders lanes by autonomy, for telling a demotion from a promotion.
+func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
+
+// SetLane applies a lane write: the step moves to w.Change.To (its current
+// lane when empty), its pin and reason are set, the lane change is recorded
+// when the lane moves or the pin is set or cleared, and w.Audit is appended. A move down starts a new
+// epoch, since after a demotion only reviews taken after it count toward
+// promotion again. With IfVersion set, a state whose version differs is
+// ErrConflict. The state row is locked for the check, so the check holds
+// across replicas. Subscribers of every replica hear of the write.
+func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
+	var state ladder.StepState
+	err := s.write(ctx, func(w *wtx) error {
+		cur, err := w.lockState(lw.Key)
+		if err != nil {
+			return err
+		}
+		if lw.IfVersion != 0 && cur.Version != lw.IfVersion {
+			return fmt.Errorf("step state is version %d, not %d: %w", cur.Version, lw.IfVersion, ladder.ErrConflict)
+		}
+		to := lw.Change.To
+		if to == "" {
+			to = cur.Lane
+		}
+		if !to.Valid() {
+			return fmt.Errorf("invalid lane %q", to)
+		}
+		next := cur
+		next.Pinned, next.PinReason = lw.Pinned, lw.Reason
+		next.Version = cur.Version + 1
+		// A move, a pin and an unpin are each a lane change a person reads
+		// in the pack, even when the lane itself stays.
+		if to != cur.Lane || lw.Pinned != cur.Pinned {
+			c := w.normChange(lw.Change, lw.Key, cur.Lane)
+			c.To = to
+			if err := w.insertLaneChange(c); err != nil {
+				return err
+			}
+			if to != cur.Lane {
+				next.Lane, next.LaneSince = to, c.At
+				if laneRank(to) < laneRank(cur.Lane) {
+					next.Epoch++
+				}
+			}
+		}
+		if err := w.updateState(next); err != nil {
+			return err
+		}
+		w.notifyStep(lw.Key)
+		if err := w.appendAudit(nil, lw.Audit...); err != nil {
+			return err
+		}
+		state = next
+		return nil
+	})
+	if err != nil {
+		return ladder.StepState{}, fmt.Errorf("set lane: %w", err)
+	}
+	return state, nil
+}
+
+const weekColumns = "workspace, queue, step, iso_week, week_start, epoch, n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors"
+
+const weekAggsQuery = `SELECT ` + weekColumns + ` FROM week_aggs
+	WHERE workspace = $1 AND queue = $2 AND step = $3 ORDER BY iso_week, epoch`
+
+// WeekAggs returns a step's weekly aggregates, oldest week first, one row
+// per week and epoch.
+func (s *Store) WeekAggs(ctx context.Context, k ladder.StepKey) ([]ladder.WeekAgg, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("week aggregates: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, weekAggsQuery, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("week aggregates: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanWeek)
+	if err != nil {
+		return nil, fmt.Errorf("week aggregates: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func (w *wtx) weekAggs(k ladder.StepKey) ([]ladder.WeekAgg, error) {
+	rows, err := w.tx.Query(w.ctx, weekAggsQuery, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanWeek)
+}
+
+func scanWeek(r pgx.Row) (ladder.WeekAgg, error) {
+	var a ladder.WeekAgg
+	if err := r.Scan(&a.Workspace, &a.Queue, &a.Step, &a.ISOWeek, &a.WeekStart, &a.Epoch, &a.N, &a.Agreements,
+		&a.AuditN, &a.AuditAgree, &a.Sev1, &a.OpN, &a.OpErrors); err != nil {
+		return ladder.WeekAgg{}, err
+	}
+	a.WeekStart = a.WeekStart.UTC()
+	return a, nil
+}
+
+// LaneChanges returns a step's lane changes, oldest first.
+func (s *Store) LaneChanges(ctx context.Context, k ladder.StepKey) ([]ladder.LaneChange, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("lane changes: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+laneChangeColumns+` FROM lane_changes
+		WHERE workspace = $1 AND queue = $2 AND step = $3 ORDER BY at, ord`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("lane changes: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanLaneChange)
+	if err != nil {
+		return nil, fmt.Errorf("lane changes: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanLaneChange(r pgx.Row) (ladder.LaneChange, error) {
+	var (
+		c             ladder.LaneChange
+		from, to, num string
+	)
+	if err := r.Scan(&c.ID, &c.Workspace, &c.Queue, &c.Step, &c.At, &from, &to, &c.Rule, &num, &c.Actor, &c.Reason); err != nil {
+		return ladder.LaneChange{}, err
+	}
+	c.From, c.To, c.At = ladder.Lane(from), ladder.Lane(to), c.At.UTC()
+	if err := json.Unmarshal([]byte(num), &c.Numbers); err != nil {
+		return ladder.LaneChange{}, fmt.Errorf("lane change %s numbers: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// Reviews returns a step's reviews matching q, newest first. A zero Limit
+// means no limit.
+func (s *Store) Reviews(ctx context.Context, q ladder.ReviewQuery) ([]ladder.Review, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("reviews: %w", err)
+	}
+	var limit any // NULL: no limit
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	// Filters are spelled out so the planner can use the matching index and
+	// stop after limit rows (the pack's recent lists stay O(limit)).
+	where, args := `workspace = $1 AND queue = $2 AND step = $3`, []any{q.Key.Workspace, q.Key.Queue, q.Key.Step}
+	if q.Disagreement {
+		where += ` AND verdict = 'disagree'`
+	}
+	if q.Kind != "" {
+		args = append(args, string(q.Kind))
+		where += fmt.Sprintf(` AND kind = $%d`, len(args))
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+reviewColumns+` FROM reviews WHERE `+where+`
+		ORDER BY at DESC, ord DESC LIMIT `+fmt.Sprintf("$%d::bigint", len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("reviews: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, scanReview)
+	if err != nil {
+		return nil, fmt.Errorf("reviews: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
+func scanReview(r pgx.Row) (ladder.Review, error) {
+	var (
+		rv            ladder.Review
+		kind, verdict string
+		correction    []byte
+	)
+	if err := r.Scan(&rv.ID, &rv.RouteID, &rv.Workspace, &rv.Queue, &rv.Step, &rv.Item, &kind, &verdict,
+		&correction, &rv.Severity, &rv.OperatorError, &rv.Note, &rv.Adjudication, &rv.Reviewer, &rv.At); err != nil {
+		return ladder.Review{}, err
+	}
+	rv.Kind, rv.Verdict, rv.At = ladder.ReviewKind(kind), ladder.Verdict(verdict), rv.At.UTC()
+	if len(correction) > 0 {
+		rv.Correction = json.RawMessage(correction)
+	}
+	return rv, nil
+}
+
+// RecordOutcome stores an outcome, counts it, and appends audit.
+func (s *Store) RecordOutcome(ctx context.Context, o ladder.Outcome, audit ladder.AuditEntry) error {
+	err := s.write(ctx, func(w *wtx) error {
+		b := &pgx.Batch{}
+		w.queueOutcome(b, o)
+		if err := w.sendBatch(b, nil); err != nil {
+			return err
+		}
+		return w.appendAudit(nil, audit)
+	})
+	if err != nil {
+		return fmt.Errorf("record outcome: %w", err)
+	}
+	return nil
+}
+
+// queueOutcome queues the statements that store and count an outcome.
+func (w *wtx) queueOutcome(b *pgx.Batch, o ladder.Outcome) {
+	if o.ID == "" {
+		o.ID = ladder.NewID("oc")
+	}
+	if o.At.IsZero() {
+		o.At = w.s.now()
+	}
+	b.Queue(`INSERT INTO outcomes (id, workspace, queue, step, item, handled_by, ok, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		o.ID, o.Workspace, o.Queue, o.Step, o.Item, o.HandledBy, o.OK, normTime(o.At))
+	b.Queue(`INSERT INTO outcome_counts AS c (workspace, queue, step, handled_by, n, failures) VALUES ($1, $2, $3, $4, 1, $5)
+		ON CONFLICT (workspace, queue, step, handled_by) DO UPDATE SET n = c.n + 1, failures = c.failures + excluded.failures`,
+		o.Workspace, o.Queue, o.Step, o.HandledBy, boolInt(!o.OK))
+}
+
+// sendBatch runs the queued statements in one round trip. labels, when
+// set, names what each statement stores, for the error of the first one
+// that fails.
+func (w *wtx) sendBatch(b *pgx.Batch, labels []string) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	br := w.tx.SendBatch(w.ctx, b)
+	for i := range b.Len() {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if i < len(labels) {
+				return fmt.Errorf("%s: %w", labels[i], err)
+			}
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// OutcomeCounts returns the outcome test's counts for a step.
+func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.OutcomeCounts, error) {
+	if err := s.reading(); err != nil {
+		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT handled_by, n, failures FROM outcome_counts
+		WHERE workspace = $1 AND queue = $2 AND step = $3`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+	}
+	defer rows.Close()
+	var oc ladder.OutcomeCounts
+	for rows.Next() {
+		var (
+			by      string
+			n, fail int
+		)
+		if err := rows.Scan(&by, &n, &fail); err != nil {
+			return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+		}
+		switch by {
+		case ladder.HandledByAgent:
+			oc.AgentN, oc.AgentFailures = n, fail
+		case ladder.HandledByPerson:
+			oc.PersonN, oc.PersonFailures = n, fail
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
+	}
+	return oc, nil
+}
+
+// ImportHistory bulk-loads history in one transaction: step states replace
+// existing ones, aggregates are added to existing rows, lane changes,
+// routes (unless the item has one), reviews and outcomes are inserted and
+// audit is appended. Imported reviews are taken to be counted in the
+// imported aggregates already (an adjudication may later replace them).
+// The statements are pipelined (one round trip, pgx.Batch); subscribers of
+// every replica hear of each replaced state.
+func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
+	err := s.write(ctx, func(w *wtx) error { return w.importHistory(h) })
+	if err != nil {
+		return fmt.Errorf("import history: %w", err)
+	}
+	return nil
+}
+
+func (w *wtx) importHistory(h ladder.History) error {
+	b := &pgx.Batch{}
+	var labels []string
+	queue := func(label, q string, args ...any) {
+		b.Queue(q, args...)
+		labels = append(labels, label)
+	}
+
+	// The epoch each imported review counts in: its step's imported state,
+	// else its stored one, else 0. Read before anything is queued.
+	epochs := map[ladder.StepKey]int{}
+	for _, st := range h.States {
+		epochs[ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step}] = st.Epoch
+	}
+	for _, rv := range h.Reviews {
+		k := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
+		if _, ok := epochs[k]; ok {
+			continue
+		}
+		var epoch int
+		err := w.queryRow(`SELECT epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3`,
+			k.Workspace, k.Queue, k.Step).Scan(&epoch)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("review %s: %w", rv.ID, err)
+		}
+		epochs[k] = epoch
+	}
+
+	for _, st := range h.States {
+		st.Version = max(st.Version, 1)
+		q, args, err := putStateSQL(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
+			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
+			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
+			last_audit_fail_at = excluded.last_audit_fail_at, audit_rate_since = excluded.audit_rate_since,
+			version = step_states.version + 1`)
+		if err != nil {
+			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
+		}
+		queue(fmt.Sprintf("state %s/%s", st.Queue, st.Step), q, args...)
+		w.notifyStep(ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step})
+	}
+	for _, a := range h.Weeks {
+		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
+		c := contribution{n: a.N, agree: a.Agreements, auditN: a.AuditN, auditAgree: a.AuditAgree, sev1: a.Sev1, opN: a.OpN, opErr: a.OpErrors}
+		q, args := addToWeekSQL(k, a.ISOWeek, a.WeekStart, a.Epoch, c)
+		queue(fmt.Sprintf("week %s %s", a.Step, a.ISOWeek), q, args...)
+	}
+	for _, c := range h.LaneChanges {
+		c = w.normChange(c, ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From)
+		q, args, err := insertLaneChangeSQL(c)
+		if err != nil {
+			return fmt.Errorf("lane change %s: %w", c.ID, err)
+		}
+		queue("lane change "+c.ID, q, args...)
+	}
+	for _, r := range h.Routes {
+		if r.ID == "" {
+			r.ID = ladder.NewID("rt")
+		}
+		q, args := insertRouteSQL(r, "ON CONFLICT DO NOTHING")
+		queue("route "+r.ID, q, args...)
+	}
+	for _, rv := range h.Reviews {
+		if rv.ID == "" {
+			rv.ID = ladder.NewID("rv")
+		}
+		week, _ := ladder.ISOWeek(rv.At)
+		epoch := epochs[ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}]
+		if rv.Adjudication {
+			// The adjudication is the verdict that counts; the earlier
+			// review of its route, imported before it, no longer does.
+			queue("review "+rv.ID, `UPDATE reviews SET counted = false WHERE route_id = $1 AND counted`, rv.RouteID)
+		}
+		queue("review "+rv.ID, `INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, true)`,
+			rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
+			nullBytes(rv.Correction), rv.Severity, rv.OperatorError, rv.Note, rv.Adjudication, rv.Reviewer,
+			normTime(rv.At), week, epoch)
+	}
+	for _, o := range h.Outcomes {
+		n := b.Len()
+		w.queueOutcome(b, o)
+		for range b.Len() - n {
+			labels = append(labels, "outcome "+o.ID)
+		}
+	}
+	if err := w.sendBatch(b, labels); err != nil {
+		return err
+	}
+	return w.appendAudit(nil, h.Audit...)
+}

@@ -1,0 +1,571 @@
+// Package postgres is ladder's store for several replicas: a ladder.Store
+// on one PostgreSQL database, through github.com/jackc/pgx/v5, that any
+// number of `ladder serve` processes share.
+//
+// Its semantics are the sqlite package's, method for method (the storetest
+// conformance suite runs against both); what differs is where writes are
+// serialized. Inside one process, every write goes through a group-commit
+// goroutine (internal/groupcommit) that runs the writes of concurrent
+// callers in one transaction and answers them after the one commit (the
+// writes run without savepoints first; if one fails, the batch runs again
+// with a savepoint per write, so the failing write is undone alone). The
+// audit entries of a batch are appended after its last write, just before
+// the commit. Between processes, the database serializes:
+//
+//   - the audit chain's head is one row of audit_head, locked with
+//     SELECT ... FOR UPDATE by every transaction that appends, just before
+//     its records are inserted and until it commits, so appends from every
+//     replica form one chain;
+//   - RecordReview locks the step's state row before it runs the decider,
+//     so two replicas never make the same lane change twice;
+//   - RecordRoute inserts with ON CONFLICT DO NOTHING and reads back, so
+//     one item at one step has one route whichever replica routed it.
+//
+// A transaction chosen as a deadlock victim (replicas whose batches lock
+// the same rows in another order) is rolled back and its whole batch run
+// again; nothing was acknowledged, so nothing is lost or doubled.
+//
+// Other replicas learn of lane and key changes through LISTEN/NOTIFY (see
+// Store.Subscribe).
+//
+// The schema is embedded SQL under migrations/, applied at Open under a
+// PostgreSQL advisory lock (replicas starting together apply each migration
+// once) and recorded in schema_migrations.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/groupcommit"
+)
+
+var _ ladder.Store = (*Store)(nil)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Logger receives migrations applied, retried and failed batches, and
+	// the listener's reconnects. Nil discards.
+	Logger *slog.Logger
+	// Now is the clock used for times a caller left zero (an audit entry's
+	// or a route's time). Nil means time.Now.
+	Now func() time.Time
+	// MaxConns caps the connections of the pool (reads, and the one write
+	// transaction in flight). Zero keeps pgx's default, max(4, NumCPU), or
+	// the DSN's pool_max_conns.
+	MaxConns int
+	// Schema, when set, is the schema ladder's tables live in: it is
+	// created if missing and made the search_path of every connection.
+	// Empty uses the DSN's search_path (usually "public").
+	Schema string
+	// MaxBatch caps how many writes share one transaction. Zero means 256.
+	MaxBatch int
+}
+
+// Store is a ladder.Store on a PostgreSQL database. Its methods are safe for
+// concurrent use, and several processes may open the same database.
+type Store struct {
+	log    *slog.Logger
+	now    func() time.Time
+	pool   *pgxpool.Pool
+	schema string // the schema the tables are in, for NOTIFY payloads
+	origin string // this Store's id in NOTIFY payloads
+	batch  *groupcommit.Batcher[*wtx]
+	lis    *listener
+	closed atomic.Bool
+}
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+const (
+	// batchTimeout bounds one write transaction, so a database that stops
+	// answering fails the batch (ErrUnavailable) instead of hanging it.
+	batchTimeout = 30 * time.Second
+	// batchAttempts is how often a batch is run when PostgreSQL aborts it
+	// as a deadlock victim or for a serialization failure.
+	batchAttempts = 5
+	// lockNamespace is the first key of ladder's advisory locks ("ladd").
+	lockNamespace = 0x6c616464
+)
+
+// Open connects to the database at dsn (a postgres:// URL or key=value
+// string, as pgx reads it) and brings its schema up to date. A database
+// that cannot be reached is an error wrapping ladder.ErrUnavailable.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err) // pgx redacts the password
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = int32(min(opts.MaxConns, 1<<20))
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin()}
+	s.schema, err = migrate(ctx, pool, opts.Schema, opts.Logger)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: migrate: %w", s.mapErr(err))
+	}
+	s.lis = newListener(s, cfg.ConnConfig)
+	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
+	return s, nil
+}
+
+func newOrigin() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// migration is one embedded schema file, 0001_init.sql and so on.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		name := e.Name()
+		digits, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(digits)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", name)
+		}
+		b, err := migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// migrate creates the schema if one is configured and applies every
+// embedded migration the database lacks, each in its own transaction, all
+// under a session advisory lock keyed by the schema, so replicas starting
+// together apply each migration once. It returns the schema the tables are
+// in.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) (string, error) {
+	ms, err := loadMigrations()
+	if err != nil {
+		return "", err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	if schema == "" {
+		var cur *string
+		if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&cur); err != nil {
+			return "", err
+		}
+		if cur == nil {
+			return "", errors.New("no schema in the search_path exists; set Options.Schema")
+		}
+		schema = *cur
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, hashtext($2))", lockNamespace, schema); err != nil {
+		return "", fmt.Errorf("advisory lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must go even when ctx has ended. If
+		// the unlock fails the connection is broken, and the lock went
+		// with its session.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1, hashtext($2))", lockNamespace, schema); err != nil {
+			conn.Conn().Close(uctx)
+		}
+	}()
+	// Look before creating: a replica whose role may not create (or whose
+	// transactions are read-only) opens a database that is up to date.
+	var hasSchema, hasTable bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&hasSchema); err != nil {
+		return "", err
+	}
+	if !hasSchema {
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return "", fmt.Errorf("create schema %s: %w", schema, err)
+		}
+	}
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&hasTable); err != nil {
+		return "", err
+	}
+	if !hasTable {
+		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`); err != nil {
+			return "", fmt.Errorf("schema_migrations: %w", err)
+		}
+	}
+	var newest int
+	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
+		return "", fmt.Errorf("schema_migrations: %w", err)
+	}
+	if known := ms[len(ms)-1].version; newest > known {
+		return "", fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	}
+	for _, m := range ms {
+		if m.version <= newest {
+			continue
+		}
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())", m.version, m.name)
+			return err
+		}); err != nil {
+			return "", fmt.Errorf("%s: %w", m.name, err)
+		}
+		log.Info("applied migration", "migration", m.name, "schema", schema)
+	}
+	return schema, nil
+}
+
+// Ping reports whether the store can be read and written: a round trip on
+// the pool, and a transaction through the group-commit writer that is not
+// read-only (a standby, or default_transaction_read_only, is
+// ErrUnavailable).
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("ping: %w", errClosed)
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", s.mapErr(err))
+	}
+	if err := s.write(ctx, func(w *wtx) error {
+		// A standby, or a database set read-only, answers but cannot write.
+		var ro string
+		if err := w.queryRow("SELECT current_setting('transaction_read_only')").Scan(&ro); err != nil {
+			return err
+		}
+		if ro == "on" {
+			return fmt.Errorf("%w: the database is read-only", ladder.ErrUnavailable)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// Close runs every write already queued, stops the listener (closing every
+// Subscribe channel) and closes the pool. Later calls fail with an error
+// wrapping ladder.ErrUnavailable. Close is safe to call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.batch.Close()
+	s.lis.close()
+	s.pool.Close()
+	return nil
+}
+
+// wtx is the transaction of one batch, as the ops of the batch see it. Ops
+// queue their audit entries and notifications; the batch appends and sends
+// them after the last op, just before the commit (see flush).
+type wtx struct {
+	ctx    context.Context
+	tx     pgx.Tx
+	s      *Store
+	audit  []pendingAudit
+	notify []string
+}
+
+// pendingAudit is one op's request to append entries; out, when set,
+// receives the sealed records once the batch has appended them.
+type pendingAudit struct {
+	entries []ladder.AuditEntry
+	out     *[]ladder.AuditRecord
+}
+
+func (w *wtx) exec(query string, args ...any) (pgconn.CommandTag, error) {
+	return w.tx.Exec(w.ctx, query, args...)
+}
+
+func (w *wtx) queryRow(query string, args ...any) pgx.Row {
+	return w.tx.QueryRow(w.ctx, query, args...)
+}
+
+// runBatch is the group-commit run function: one transaction, the ops one
+// after another, the batch's audit appended last, one COMMIT.
+//
+// The ops first run optimistically, without savepoints, which saves two
+// round trips per op: nearly every op succeeds. When one fails, the
+// transaction is rolled back and the batch runs again with each op in its
+// own savepoint, so the failing op is undone alone (ops are closures that
+// set, never accumulate, their results, so running one again is safe). A
+// batch that PostgreSQL aborts as a deadlock victim is rolled back and run
+// again too.
+func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
+	defer cancel()
+	// A lone op needs no savepoint: if it fails, the transaction rolls back.
+	safe := false
+	for attempt := 1; ; {
+		errs, err, retry := s.tryBatch(ctx, ops, safe)
+		switch {
+		case err == nil:
+			return errs
+		case errors.Is(err, errOpFailed):
+			safe = true
+			continue
+		case retry && attempt < batchAttempts:
+			s.log.Warn("write batch aborted; running it again", "ops", len(ops), "attempt", attempt, "err", err)
+			attempt++
+			continue
+		}
+		s.log.Error("write batch failed", "ops", len(ops), "err", err)
+		return groupcommit.Fail(len(ops), s.mapErr(err))
+	}
+}
+
+// errOpFailed ends an optimistic run of a batch in which an op failed.
+var errOpFailed = errors.New("an op of the batch failed")
+
+// tryBatch runs the batch once, with a savepoint per op when safe. A
+// non-nil err fails the run (nothing committed); retry says whether running
+// it again may succeed.
+func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe bool) (errs []error, err error, retry bool) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err), false
+	}
+	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	w := &wtx{ctx: ctx, tx: tx, s: s}
+	errs = make([]error, len(ops))
+	for i, op := range ops {
+		if safe {
+			opErr, fatal := w.savepoint(op)
+			if fatal != nil {
+				return nil, fatal, retryable(fatal)
+			}
+			errs[i] = opErr
+			continue
+		}
+		if err := op(w); err != nil {
+			switch {
+			case retryable(err):
+				return nil, err, true
+			case len(ops) == 1:
+				errs[0] = err
+				return errs, nil, false // rolled back by the deferred Rollback
+			}
+			return nil, errOpFailed, false
+		}
+	}
+	if err := w.flush(); err != nil {
+		return nil, err, retryable(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		// Not retried: a commit whose answer was lost may have happened.
+		return nil, fmt.Errorf("commit: %w", err), false
+	}
+	return errs, nil, false
+}
+
+// savepoint runs op in a savepoint, rolling back what it did (and the audit
+// and notifications it queued) when it fails. A deadlock or serialization
+// failure is returned as fatal: the locks the batch's earlier ops hold are
+// part of the cycle, so only running the whole batch again breaks it.
+func (w *wtx) savepoint(op groupcommit.Op[*wtx]) (opErr, fatal error) {
+	if _, err := w.exec("SAVEPOINT gc_op"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	na, nn := len(w.audit), len(w.notify)
+	if err := op(w); err != nil {
+		if retryable(err) {
+			return nil, err
+		}
+		w.audit, w.notify = w.audit[:na], w.notify[:nn]
+		if _, rerr := w.exec("ROLLBACK TO SAVEPOINT gc_op"); rerr != nil {
+			return nil, fmt.Errorf("%w (rollback to savepoint: %w)", err, rerr)
+		}
+		opErr = err
+	}
+	if _, err := w.exec("RELEASE SAVEPOINT gc_op"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return opErr, nil
+}
+
+// retryable reports whether PostgreSQL aborted the work for a reason that
+// running it again can cure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// write runs op in a group-commit batch and returns once it is durable.
+func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return s.mapErr(s.batch.Do(ctx, op))
+}
+
+// errClosed is the error of a call on a closed store.
+var errClosed = fmt.Errorf("%w: store closed", ladder.ErrUnavailable)
+
+// mapErr turns driver errors into the store's sentinel errors: an
+// integrity constraint is ErrConflict (as SQLite's SQLITE_CONSTRAINT is);
+// anything that means the database cannot durably write now (no
+// connection, a read-only transaction or standby, disk full, shutting
+// down, a closed store) is ErrUnavailable. The driver's error stays wrapped
+// for the log.
+func (s *Store) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ladder.ErrNotFound), errors.Is(err, ladder.ErrConflict), errors.Is(err, ladder.ErrUnavailable):
+		return err
+	case errors.Is(err, groupcommit.ErrClosed):
+		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		class := pe.Code[:min(2, len(pe.Code))]
+		switch {
+		case class == "23": // integrity constraint violation
+			return fmt.Errorf("%w: %w", ladder.ErrConflict, err)
+		case class == "08", // connection exception
+			class == "53",      // insufficient resources (disk full, out of memory, too many connections)
+			class == "58",      // system error (I/O)
+			class == "57",      // operator intervention: shutdown, cannot connect now, statement cancelled
+			class == "40",      // deadlock or serialization failure that survived the retries
+			pe.Code == "25006", // read_only_sql_transaction (a standby, or default_transaction_read_only)
+			pe.Code == "55P03": // lock_not_available
+			return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+		}
+		return err
+	}
+	var (
+		ce *pgconn.ConnectError
+		ne net.Error
+	)
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		s.closed.Load() {
+		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+	}
+	return err
+}
+
+// readErr maps a read's error; pgx.ErrNoRows becomes ErrNotFound.
+func (s *Store) readErr(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ladder.ErrNotFound
+	}
+	return s.mapErr(err)
+}
+
+// reading fails fast on a closed store, so reads after Close get the same
+// ErrUnavailable as writes.
+func (s *Store) reading() error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// normTime is the time as the store keeps it: UTC, microseconds.
+func normTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// nullTime stores a zero time as NULL, so it reads back zero.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return normTime(t)
+}
+
+// nullTimePtr stores a nil time as NULL; a set time, even zero, reads back
+// set, as in the sqlite store.
+func nullTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return normTime(*t)
+}
+
+// fromNull reads a nullable timestamptz scanned into a *time.Time.
+func fromNull(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func fromNullPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// nullBytes stores an empty JSON value as NULL so it reads back as nil.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
