@@ -20,7 +20,7 @@ func cmdAudit(ctx context.Context, e env, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitError{code: 3}
 	}
-	st, err := openStore(ctx, *db, newLogger(e.stderr))
+	st, err := openStore(ctx, *db, e.getenv, newLogger(e.stderr))
 	if err != nil {
 		return err
 	}

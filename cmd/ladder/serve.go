@@ -38,9 +38,9 @@ func newLogger(w io.Writer) *slog.Logger {
 
 // openStore opens PostgreSQL for a postgres:// URL and SQLite for anything
 // else.
-func openStore(ctx context.Context, db string, log *slog.Logger) (ladder.Store, error) {
+func openStore(ctx context.Context, db string, getenv func(string) string, log *slog.Logger) (ladder.Store, error) {
 	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
-		return openPostgres(ctx, db, log)
+		return openPostgres(ctx, db, getenv, log)
 	}
 	st, err := sqlite.Open(ctx, db, sqlite.Options{Logger: log})
 	if err != nil {
@@ -51,7 +51,7 @@ func openStore(ctx context.Context, db string, log *slog.Logger) (ladder.Store, 
 
 // openStack loads the config and opens the store.
 func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger) (*stack, error) {
-	st, err := openStore(ctx, db, log)
+	st, err := openStore(ctx, db, getenv, log)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/ladderhq/ladder/config"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
+	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 )
@@ -55,6 +55,12 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		Mounts: map[string]http.Handler{"/mcp": m}}), nil
 }
 
-func openPostgres(ctx context.Context, dsn string, log *slog.Logger) (ladder.Store, error) {
-	return nil, errors.New("the postgres backend is not built into this binary yet; use a SQLite path")
+// openPostgres opens the PostgreSQL store. The schema comes from the
+// DSN's search_path, or LADDER_PG_SCHEMA when set.
+func openPostgres(ctx context.Context, dsn string, getenv func(string) string, log *slog.Logger) (ladder.Store, error) {
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, Schema: getenv("LADDER_PG_SCHEMA")})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
