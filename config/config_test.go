@@ -91,8 +91,8 @@ func TestDemoNames(t *testing.T) {
 
 	bills, _ := c.Workspace("vantrow-bills")
 	post, ok := bills.FindStep("bills", "post_tms")
-	if !ok || post.AuditRate != 0.1 || post.WeeklyVolume != 200 {
-		t.Errorf("post_tms = %+v, %v; want audit_rate 0.1, weekly_volume 200", post, ok)
+	if !ok || post.AuditRate != 0.1 || post.WeeklyVolume != 400 {
+		t.Errorf("post_tms = %+v, %v; want audit_rate 0.1, weekly_volume 400", post, ok)
 	}
 	rate, _ := bills.FindStep("", "rate_check")
 	if !strings.Contains(rate.Description, "fuel surcharge") {

@@ -108,7 +108,7 @@ func seedStep(svc *service.Service, wid string, st ladder.Step, first, now time.
 		h.States = append(h.States, state)
 		return
 	}
-	rng := rand.New(rand.NewPCG(uint64(len(st.ID))*7919, hash(wid+"/"+st.ID)))
+	rng := rand.New(rand.NewPCG(7919, hash(wid+"/"+st.ID)))
 	key := ladder.StepKey{Workspace: wid, Queue: st.Queue, Step: st.ID}
 	var weeks []ladder.WeekAgg
 	var oc ladder.OutcomeCounts

@@ -1,6 +1,9 @@
 package main
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sort"
+)
 
 type jsonRaw = json.RawMessage
 
@@ -10,3 +13,5 @@ func jsonEscape(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -67,6 +67,7 @@ func commands() []command {
 		{"evidence", "show a step's evidence pack: evidence STEP", cmdEvidence},
 		{"route", "ask for a decision: route STEP ITEM", cmdRoute},
 		{"review", "record a verdict: review ROUTE_ID --agree|--disagree", cmdReview},
+		{"backtest", "replay recorded reviews under other rules (backtest --rules FILE --since 12w)", cmdBacktest},
 		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
 		{"audit", "verify or export the audit log (audit verify|export)", cmdAudit},
 		{"version", "print the version", func(ctx context.Context, e env, args []string) error {
