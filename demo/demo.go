@@ -40,7 +40,7 @@ var profiles = map[string]Profile{
 	"call_driver":        {Accuracy: 0.93, OperatorErr: 0.03},
 	"flag_late":          {Accuracy: 0.85, OperatorErr: 0.03},
 	"update_customer":    {Accuracy: 0.935, OperatorErr: 0.03},
-	"invest_decision":    {Accuracy: 0.94, OperatorErr: 0.05},
+	"invest_decision":    {Accuracy: 0.985, OperatorErr: 0.05},
 	"valuation":          {Accuracy: 0.80, OperatorErr: 0.05},
 }
 
