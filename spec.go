@@ -45,7 +45,9 @@ type Capability struct {
 	Payload     map[string]any `json:"payload_schema,omitempty"` // a JSON Schema object
 	ScopeFields []string       `json:"scope_fields,omitempty"`
 	HumanGate   bool           `json:"human_gate"`
-	Served      bool           `json:"served"`
+	// ReadOnly says the upstream only reads; MCP annotations follow it.
+	ReadOnly bool `json:"read_only,omitempty"`
+	Served   bool `json:"served"`
 	// Step, when set, ties the capability to a step ("queue/step" or a step
 	// id): the ladder decides whether the agent may act alone.
 	Step string `json:"step,omitempty"`

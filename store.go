@@ -17,6 +17,9 @@ type Store interface {
 	KeyStore
 	AuditStore
 	LadderStore
+	GateStore
+	ApprovalStore
+	CallStore
 	// Ping reports whether the store can be read and written.
 	Ping(ctx context.Context) error
 	// Close flushes pending writes and releases the database.

@@ -69,6 +69,7 @@ type fileCapability struct {
 	PayloadSchema map[string]any `yaml:"payload_schema,omitempty" json:"payload_schema,omitempty" jsonschema:"JSON Schema of the payload: type object, and every property has a type and a description. Absent means an empty payload."`
 	ScopeFields   []string       `yaml:"scope_fields,omitempty" json:"scope_fields,omitempty" jsonschema:"Scope fields every call must carry (program, relationship); each must be a key of the workspace scopes."`
 	HumanGate     bool           `yaml:"human_gate,omitempty" json:"human_gate,omitempty" jsonschema:"A person approves every call: a call creates an approval request and runs nothing. Default false."`
+	ReadOnly      bool           `yaml:"read_only,omitempty" json:"read_only,omitempty" jsonschema:"The upstream only reads: the MCP tool is annotated read-only and not destructive. Default false."`
 	Served        *bool          `yaml:"served,omitempty" json:"served,omitempty" jsonschema:"Whether the capability is offered. A declared but unserved capability is not listed and calls get -32602. Default true."`
 	Step          string         `yaml:"step,omitempty" json:"step,omitempty" jsonschema:"Step the capability is tied to, as step id or queue/step: the step's lane decides whether the agent may act alone."`
 	Gate          *fileCapGate   `yaml:"gate,omitempty" json:"gate,omitempty" jsonschema:"Evidence gate precondition each call's evidence must PASS."`

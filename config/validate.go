@@ -469,6 +469,7 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 		Payload:     fc.PayloadSchema,
 		ScopeFields: fc.ScopeFields,
 		HumanGate:   fc.HumanGate,
+		ReadOnly:    fc.ReadOnly,
 		Served:      fc.Served == nil || *fc.Served,
 		Step:        fc.Step,
 	}

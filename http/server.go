@@ -105,6 +105,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/keys", s.auth(s.createKey, ladder.KeyAdmin))
 	s.handle("POST /v1/keys/{id}/revoke", s.auth(s.revokeKey, ladder.KeyAdmin))
 	s.ladderRoutes()
+	s.capabilityRoutes()
+	s.gateRoutes()
 
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "no endpoint %s %s", r.Method, r.URL.Path)

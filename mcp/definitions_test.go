@@ -13,18 +13,29 @@ import (
 )
 
 // bearerTransport adds the key to every request of the go-sdk client.
-type bearerTransport struct{ key string }
+type bearerTransport struct {
+	key      string
+	versions *[]string // MCP-Protocol-Version headers sent, when non-nil
+}
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
+	if b.versions != nil {
+		*b.versions = append(*b.versions, r.Header.Get("MCP-Protocol-Version"))
+	}
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return http.DefaultTransport.RoundTrip(r)
 }
 
 func connect(t *testing.T, url, key string) *sdk.ClientSession {
 	t.Helper()
+	return connectRecording(t, url, key, nil)
+}
+
+func connectRecording(t *testing.T, url, key string, versions *[]string) *sdk.ClientSession {
+	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder-test", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key: key, versions: versions}}}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -152,10 +163,8 @@ func TestProtocolVersions(t *testing.T) {
 		})
 	}
 	t.Run("2026-07-28 (go-sdk client)", func(t *testing.T) {
-		cs := connect(t, e.Server.URL, key)
-		if v := cs.InitializeResult(); v != nil && v.ProtocolVersion != "" && v.ProtocolVersion < "2026-07-28" {
-			t.Logf("negotiated %s", v.ProtocolVersion)
-		}
+		var versions []string
+		cs := connectRecording(t, e.Server.URL, key, &versions)
 		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "route_item", Arguments: map[string]any{"step": "Post to the TMS", "item": "B-9"}})
 		if err != nil || res.IsError {
 			t.Fatalf("call: %v %+v", err, res)
@@ -163,6 +172,9 @@ func TestProtocolVersions(t *testing.T) {
 		sc := res.StructuredContent.(map[string]any)
 		if sc["decision"] != "act_alone" {
 			t.Fatalf("route_item: %v", sc)
+		}
+		if last := versions[len(versions)-1]; last != "2026-07-28" {
+			t.Fatalf("the go-sdk client spoke %q (all: %v), want 2026-07-28", last, versions)
 		}
 	})
 }

@@ -78,6 +78,7 @@ type Handler struct {
 type workspaceServer struct {
 	server *sdk.Server
 	names  map[string]string // accepted name → registered name
+	lanes  string            // laneSignature when built
 }
 
 // New returns the MCP handler.
@@ -183,6 +184,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeRPCError(w, status, env.ID, aerr)
 		return
+	}
+	if env.Method == "tools/list" {
+		h.refresh(r.Context(), p.Workspace)
 	}
 	if env.Method == "tools/call" {
 		rewritten, cerr := h.checkToolCall(p, env, body)
@@ -393,9 +397,46 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *lad
 	_ = enc.Encode(body)
 }
 
+// minLevel passes on only the records at or above min, so the SDK's
+// per-request session chatter (Info) stays out of the log while its
+// warnings and errors stay in.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(attrs), m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.min}
+}
+
 // toRPCError turns a refusal inside a tool into the JSON-RPC error the SDK
 // sends.
 func toRPCError(e *ladder.Error) error {
 	data, _ := json.Marshal(errorData(e))
 	return &jsonrpc.Error{Code: int64(rpcCode(e)), Message: string(e.Code), Data: data}
+}
+
+// refresh rebuilds a workspace's tools when a lane that a capability's
+// description mentions has changed since they were built, so tools/list
+// always tells the lane as it is now.
+func (h *Handler) refresh(ctx context.Context, workspace string) {
+	sig := h.laneSignature(ctx, workspace)
+	h.mu.Lock()
+	cur := h.servers[workspace]
+	h.mu.Unlock()
+	if cur == nil || cur.lanes == sig {
+		return
+	}
+	ws := h.buildServer(workspace)
+	h.mu.Lock()
+	h.servers[workspace] = ws
+	h.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,12 @@ type toolDef struct {
 	title       string
 	description string
 	in, out     string // schema file names under schemas/, without .json
+	// inDoc, when set, is the whole input schema (capability tools
+	// generate theirs from the config); in is then ignored.
+	inDoc map[string]any
+	// inSchema, when set, adjusts the loaded input schema for the
+	// workspace (e.g. lists its gate case ids as an enum).
+	inSchema    func(schema map[string]any)
 	annotations sdk.ToolAnnotations
 	// call runs the tool for an agent of one workspace. It returns the text
 	// content, the structured content, or an error (a *ladder.Error becomes
@@ -189,15 +196,24 @@ func loadSchema(name string) map[string]any {
 func (h *Handler) buildServer(workspace string) *workspaceServer {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}, &sdk.ServerOptions{
 		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first; route_item before acting on an item; act only when the decision is act_alone.",
-		Logger:       h.log,
+		// Stateless, the SDK connects and closes a session per request and
+		// logs three Info lines for it; keep its warnings and errors only
+		// (BENCHMARKS.md, "MCP: governed route_item vs a bare go-sdk server").
+		Logger: slog.New(minLevel{h.log.Handler(), slog.LevelWarn}),
 		// The tool list depends on the key's workspace (and capability
 		// descriptions on live lanes), so no shared cache may keep it.
 		SetCacheable: func(ctx context.Context, req sdk.Request, c *sdk.Cacheable) {
 			c.TTLMs, c.CacheScope = 0, "private"
 		},
 	})
-	ws := &workspaceServer{server: srv, names: map[string]string{}}
+	ws := &workspaceServer{server: srv, names: map[string]string{}, lanes: h.laneSignature(context.Background(), workspace)}
 	for _, t := range h.ladderTools() {
+		h.addTool(ws, t)
+	}
+	for _, t := range h.gateTools(workspace) {
+		h.addTool(ws, t)
+	}
+	for _, t := range h.capabilityTools(workspace) {
 		h.addTool(ws, t)
 	}
 	return ws
@@ -209,7 +225,14 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 	name := t.name
 	ann := t.annotations
 	ann.Title = t.title
-	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: loadSchema(t.in), OutputSchema: loadSchema(t.out), Annotations: &ann}
+	in := t.inDoc
+	if in == nil {
+		in = loadSchema(t.in)
+	}
+	if t.inSchema != nil {
+		t.inSchema(in)
+	}
+	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: loadSchema(t.out), Annotations: &ann}
 	call := t.call
 	ws.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p, ok := principalOf(req)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/rules"
 )
 
@@ -27,10 +28,18 @@ type Options struct {
 	// Rules are per-step lane rules (class defaults with config overrides);
 	// a step without an entry gets its class defaults.
 	Rules map[ladder.StepKey]rules.Thresholds
+	// Runner executes capability calls (upstream.Pool).
+	Runner Runner
+	// ApprovalTTL is how long a pending approval waits (default 72h).
+	ApprovalTTL time.Duration
 	// AuditSecret keys the blind audit sampling hash; agents never see it.
 	AuditSecret []byte
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// Gates are the compiled evidence gate cases of each workspace, by
+	// workspace id; a workspace without an entry has no gate cases.
+	Gates map[string]*gate.Gate
 }
 
 // Service is the application. It is safe for concurrent use.
@@ -40,8 +49,12 @@ type Service struct {
 	order       []string
 	rules       map[ladder.StepKey]rules.Thresholds
 	auditSecret []byte
+	gates       map[string]*gate.Gate
 	now         func() time.Time
 	log         *slog.Logger
+	runner      Runner
+	approvalTTL time.Duration
+	schemas     schemaCache
 	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
 }
 
@@ -55,6 +68,11 @@ func New(opts Options) (*Service, error) {
 		return nil, errors.New("service: a store is required")
 	}
 	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
+	s.gates = opts.Gates
+	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL
+	if s.approvalTTL <= 0 {
+		s.approvalTTL = 72 * time.Hour
+	}
 	s.macs.New = func() any { return hmac.New(sha256.New, s.auditSecret) }
 	if s.now == nil {
 		s.now = time.Now

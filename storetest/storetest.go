@@ -67,6 +67,8 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 		{"ImportHistory", testImportHistory},
 		{"Ping", testPing},
 	}
+	tests = append(tests, gateTests...)
+	tests = append(tests, approvalTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {

@@ -27,6 +27,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you say otherwise)")
 	db := fs.String("db", "", "database path (default: a fresh file in a temporary folder)")
 	keysFile := fs.String("keys", "ladder-demo-keys.json", "where to write the demo keys as JSON")
+	gatewayFile := fs.String("gateway", "ladder-demo-gateway.yaml", "where to write a ready gateway file (for ladder ask and ladder gateway)")
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
@@ -56,6 +57,12 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	up, err := demo.StartUpstream()
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	st.pool.Rewrite = up.Resolve
 
 	start := time.Now()
 	fmt.Fprintf(e.stdout, "Seeding %d weeks of history…\n", demo.Weeks)
@@ -76,6 +83,11 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("write keys file: %w", err)
 	}
 	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, toolNames: *toolNames, openWorkspace: *openWS, ready: func(url string) {
+		if err := writeDemoGateway(*gatewayFile, url, cfg, keys); err != nil {
+			fmt.Fprintln(e.stderr, "ladder demo:", err)
+		} else {
+			fmt.Fprintf(e.stdout, "Gateway file written to %s; try: ladder ask \"Check the fuel surcharge\" --gateway %s\n", *gatewayFile, *gatewayFile)
+		}
 		printDemoBanner(e, url, *keysFile, keys)
 	}})
 }

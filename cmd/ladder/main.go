@@ -68,8 +68,13 @@ func commands() []command {
 		{"route", "ask for a decision: route STEP ITEM", cmdRoute},
 		{"review", "record a verdict: review ROUTE_ID --agree|--disagree", cmdReview},
 		{"backtest", "replay recorded reviews under other rules (backtest --rules FILE --since 12w)", cmdBacktest},
+		{"approvals", "list, approve, reject or retry approval requests (against a server)", cmdApprovals},
 		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
+		{"gate", "evidence gate: gate functions|authorize|history (authorize exits PASS 0, ESCALATE 1, BYPASS_TO_HUMAN 2, error 3)", cmdGate},
+		{"ask", "ask the autonomy ladder about a step across workspaces: ask STEP --gateway FILE", cmdAsk},
+		{"gateway", "serve ask_autonomy_ladder over stdio (gateway --stdio --gateway FILE)", cmdGateway},
 		{"audit", "verify or export the audit log (audit verify|export)", cmdAudit},
+		{"reference", "write docs/reference.md from the code and the demo config", cmdReference},
 		{"version", "print the version", func(ctx context.Context, e env, args []string) error {
 			fmt.Fprintln(e.stdout, "ladder", version)
 			return nil

@@ -17,8 +17,10 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/demo"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/upstream"
 )
 
 // stack is a loaded config, an open store and the service over them.
@@ -26,10 +28,14 @@ type stack struct {
 	cfg   *config.Config
 	store ladder.Store
 	svc   *service.Service
+	pool  *upstream.Pool
 	log   *slog.Logger
 }
 
-func (s *stack) Close() error { return s.store.Close() }
+func (s *stack) Close() error {
+	s.pool.Close()
+	return s.store.Close()
+}
 
 // newLogger returns the JSON logger every command uses.
 func newLogger(w io.Writer) *slog.Logger {
@@ -55,12 +61,13 @@ func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(s
 	if err != nil {
 		return nil, err
 	}
-	svc, err := newService(ctx, cfg, st, getenv, log)
+	pool := upstream.NewPool(getenv, log)
+	svc, err := newService(ctx, cfg, st, pool, getenv, log)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	return &stack{cfg: cfg, store: st, svc: svc, log: log}, nil
+	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log}, nil
 }
 
 // serveOptions are the flags serve and demo share.
@@ -110,6 +117,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go expireLoop(ctx, st)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -145,6 +153,17 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if uses := demoURLs(cfg); len(uses) > 0 {
+		// A config started from `ladder demo --print-config` keeps working,
+		// loudly: its demo: executors get the built-in stand-in systems.
+		log.Warn("these capabilities call the built-in demo upstream (demo: URLs); point their executors at real services for production", "capabilities", strings.Join(uses, "; "))
+		up, err := demo.StartUpstream()
+		if err != nil {
+			return err
+		}
+		defer up.Close()
+		st.pool.Rewrite = up.Resolve
+	}
 	token, err := st.svc.Bootstrap(ctx, e.getenv("LADDER_ADMIN_KEY"))
 	if err != nil {
 		return err
@@ -153,4 +172,23 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
 	}
 	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames})
+}
+
+// expireLoop stores the expiry of pending approvals past their time, once
+// a minute (readers see expired before that anyway).
+func expireLoop(ctx context.Context, st *stack) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := st.svc.ExpireDue(ctx); err != nil {
+				st.log.Warn("expire approvals", "err", err)
+			} else if n > 0 {
+				st.log.Info("expired approvals", "count", n)
+			}
+		}
+	}
 }

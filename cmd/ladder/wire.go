@@ -2,28 +2,34 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/gate"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/upstream"
 )
 
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
-func newService(ctx context.Context, cfg *config.Config, st ladder.Store, getenv func(string) string, log *slog.Logger) (*service.Service, error) {
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger) (*service.Service, error) {
 	var wss []ladder.Workspace
 	th := map[ladder.StepKey]rules.Thresholds{}
+	gates := map[string]*gate.Gate{}
 	for i := range cfg.Workspaces {
 		w := &cfg.Workspaces[i]
 		wss = append(wss, w.Domain())
+		gates[w.ID] = w.Gate()
 		for _, q := range w.Queues {
 			for _, s := range q.Steps {
 				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
@@ -34,7 +40,8 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, getenv
 	if derived {
 		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: secret, Logger: log})
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: secret, Logger: log, Gates: gates,
+		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -63,4 +70,18 @@ func openPostgres(ctx context.Context, dsn string, getenv func(string) string, l
 		return nil, err
 	}
 	return st, nil
+}
+
+// demoURLs lists the capabilities whose executors point at the demo's
+// in-process upstream ("demo:NAME"), which only `ladder demo` serves.
+func demoURLs(cfg *config.Config) []string {
+	var out []string
+	for _, w := range cfg.Workspaces {
+		for _, c := range w.Capabilities {
+			if c.Served && strings.HasPrefix(c.Executor.URL, config.DemoScheme+":") {
+				out = append(out, fmt.Sprintf("%s %s (%s)", w.ID, c.ID, c.Executor.URL))
+			}
+		}
+	}
+	return out
 }

@@ -17,11 +17,13 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
+	"github.com/ladderhq/ladder/gate"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/upstream"
 )
 
 // Clock is a settable clock.
@@ -52,6 +54,8 @@ type Env struct {
 	Store  ladder.Store
 	Clock  *Clock
 	Config *config.Config
+	// Upstream is the demo upstream the demo config's capabilities call.
+	Upstream *demo.Upstream
 	// Keys maps "workspace/kind" to a token.
 	Keys map[string]string
 }
@@ -62,6 +66,10 @@ type Options struct {
 	Seed          bool
 	ToolNames     string
 	OpenWorkspace string
+	// WrapStore, when set, wraps the SQLite store the service uses (a test
+	// double that fails some writes, say). Env.Store stays the unwrapped
+	// store.
+	WrapStore func(ladder.Store) ladder.Store
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -90,16 +98,30 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 	t.Cleanup(func() { st.Close() })
 	var wss []ladder.Workspace
 	th := map[ladder.StepKey]rules.Thresholds{}
+	gates := map[string]*gate.Gate{}
 	for i := range cfg.Workspaces {
 		w := &cfg.Workspaces[i]
 		wss = append(wss, w.Domain())
+		gates[w.ID] = w.Gate()
 		for _, q := range w.Queues {
 			for _, s := range q.Steps {
 				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
 			}
 		}
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now})
+	var svcStore ladder.Store = st
+	if opts.WrapStore != nil {
+		svcStore = opts.WrapStore(st)
+	}
+	up, err := demo.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Close() })
+	pool := upstream.NewPool(func(string) string { return "" }, nil)
+	pool.Rewrite = up.Resolve
+	t.Cleanup(func() { pool.Close() })
+	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +139,7 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 	}
 	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m}}))
 	t.Cleanup(srv.Close)
-	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}}
+	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up}
 	for _, ws := range svc.WorkspaceIDs() {
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
 			_, tok, err := svc.CreateKey(context.Background(), "test", service.KeyRequest{Workspace: ws, Kind: kind})

@@ -1,0 +1,34 @@
+// Command bareserver is the baseline of the MCP speed budget (DESIGN §11): a
+// bare github.com/modelcontextprotocol/go-sdk server with the options ladder
+// uses for POST /mcp (stateless, JSON responses, 1 MiB body cap) and one
+// no-op tool named "noop", on a loopback address.
+//
+// It does no authentication, no strict JSON check and no storage: what it
+// costs per call is what the SDK itself costs.
+//
+//	bareserver -addr 127.0.0.1:18951 [-pprof 127.0.0.1:18961]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	_ "net/http/pprof" // served only with -pprof, on its own listener
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ladderhq/ladder/bench/internal/baseline"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:18951", "loopback address to listen on")
+	pprofAddr := flag.String("pprof", "", "if set, serve net/http/pprof on this loopback address")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := baseline.Serve(ctx, "bareserver", *addr, *pprofAddr, baseline.NewSDKHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, "bareserver:", err)
+		os.Exit(1)
+	}
+}

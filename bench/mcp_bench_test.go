@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/bench/internal/baseline"
+	"github.com/ladderhq/ladder/config"
+	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/mcp"
+	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/sqlite"
+)
+
+// The in-process benchmarks call each /mcp handler's ServeHTTP directly
+// with a recorded response, from 64 goroutines on 2 cores (32 per
+// GOMAXPROCS, as the 64 clients of run.sh), so the
+// profiles show the handlers' own cost without the network or the load
+// generator. Profile one at a time:
+//
+//	go test ./bench -run '^$' -bench '^BenchmarkBareSDK$' -benchmem \
+//	    -cpuprofile cpu.prof -memprofile mem.prof
+//	go tool pprof -top -sample_index=alloc_space bench.test mem.prof
+
+// parallelism is the goroutines per GOMAXPROCS the benchmarks run.
+const parallelism = 32
+
+// callBody is a tools/call request with a unique id and item.
+func callBody(tool string, n int64) string {
+	s := strconv.FormatInt(n, 10)
+	return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
+		`","arguments":{"step":"post_tms","item":"BENCH-` + s + `"}}}`
+}
+
+// benchHandler sends tools/call requests to h in parallel and fails on any
+// answer that is not a 200 JSON-RPC result.
+func benchHandler(b *testing.B, h http.Handler, tool, auth string) {
+	b.Helper()
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(tool, seq.Add(1))))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"result":`) || strings.Contains(body, `"isError":true`) {
+				b.Fatalf("HTTP %d: %s", rec.Code, body)
+			}
+		}
+	})
+}
+
+// BenchmarkPlain is the floor: decode the request, write a fixed result.
+func BenchmarkPlain(b *testing.B) {
+	benchHandler(b, baseline.NewPlainHandler(), baseline.ToolName, "")
+}
+
+// BenchmarkBareSDK is the bare go-sdk stateless server with a no-op tool.
+func BenchmarkBareSDK(b *testing.B) {
+	benchHandler(b, baseline.NewSDKHandler(), baseline.ToolName, "")
+}
+
+// BenchmarkLadderRouteItem is ladder's whole HTTP handler (REST router,
+// access log, metrics, the /mcp front door, the go-sdk, service.Route and
+// the SQLite group-commit write) answering route_item for a fresh item,
+// with an Info-level JSON logger as `ladder demo` has, writing to
+// io.Discard.
+func BenchmarkLadderRouteItem(b *testing.B) {
+	h, token := ladderHandler(b)
+	benchHandler(b, h, "route_item", "Bearer "+token)
+}
+
+// ladderHandler wires the demo config, a SQLite store in a temporary
+// folder and the service into ladder's handler, as `ladder demo` does
+// (without the 14 weeks of history: route_item's path does not depend on
+// it), and returns it with an agent key of vantrow-bills.
+func ladderHandler(b *testing.B) (http.Handler, string) {
+	b.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg, err := config.Parse("demo.yaml", config.Demo())
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	var wss []ladder.Workspace
+	for i := range cfg.Workspaces {
+		wss = append(wss, cfg.Workspaces[i].Domain())
+	}
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, AuditSecret: []byte("bench"), Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
+		b.Fatal(err)
+	}
+	_, token, err := svc.CreateKey(ctx, "bench", service.KeyRequest{Workspace: "vantrow-bills", Kind: ladder.KeyAgent, Name: "bench agent"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := mcp.New(mcp.Options{Service: svc, Logger: log, BaseURL: "http://127.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := lhttp.New(lhttp.Options{Service: svc, Logger: log, Registry: prometheus.NewRegistry(), BaseURL: "http://127.0.0.1",
+		Mounts: map[string]http.Handler{"/mcp": m}})
+	return h, token
+}

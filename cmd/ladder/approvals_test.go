@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder/client"
+	"github.com/ladderhq/ladder/internal/testenv"
+)
+
+func TestApprovalsCLI(t *testing.T) {
+	e := testenv.Start(t, "")
+	agent := client.New(e.Server.URL, e.Keys["partner-programs/agent"])
+	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["partner-programs/human"]}
+	args := map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{"commission_id": "c-1"}}
+	first, err := agent.CallCapability(t.Context(), "ticket6:approveCommission", args)
+	if err != nil || first.Status != "approval_requested" {
+		t.Fatalf("call: %+v %v", first, err)
+	}
+	args["payload"] = map[string]any{"commission_id": "c-2"}
+	second, err := agent.CallCapability(t.Context(), "ticket6:approveCommission", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, _, err := runCLI(t, human, "approvals", "list")
+	if err != nil || !strings.Contains(out, first.ApprovalID) || !strings.Contains(out, second.ApprovalID) {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, human, "approvals", "approve", first.ApprovalID)
+	if err != nil || !strings.Contains(out, "it ran") || !strings.Contains(out, `"approved":true`) {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	if _, _, err := runCLI(t, human, "approvals", "approve", first.ApprovalID); exitCode(err) != 3 || !strings.Contains(err.Error(), "APPROVAL_CLOSED") {
+		t.Fatalf("second approve: %v", err)
+	}
+	if _, _, err := runCLI(t, human, "approvals", "reject", second.ApprovalID); exitCode(err) != 3 || !strings.Contains(err.Error(), "--reason") {
+		t.Fatalf("reject without reason: %v", err)
+	}
+	out, _, err = runCLI(t, human, "approvals", "reject", second.ApprovalID, "--reason", "duplicate")
+	if err != nil || !strings.Contains(out, "Nothing ran") {
+		t.Fatalf("reject: %v\n%s", err, out)
+	}
+	agentEnv := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["partner-programs/agent"]}
+	if _, _, err := runCLI(t, agentEnv, "approvals", "list"); exitCode(err) != 3 || !strings.Contains(err.Error(), "AGENT_KEY_REFUSED") {
+		t.Fatalf("agent listing approvals: %v", err)
+	}
+}

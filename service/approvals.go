@@ -1,0 +1,381 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ladderhq/ladder"
+)
+
+// ApprovalView is an approval as an API answer: its stored fields with the
+// status a reader sees now (a pending approval past its expiry is expired).
+type ApprovalView struct {
+	ladder.Approval
+	Status ladder.ApprovalStatus `json:"status"`
+}
+
+func (s *Service) view(a ladder.Approval) ApprovalView {
+	return ApprovalView{Approval: a, Status: a.EffectiveStatus(s.now())}
+}
+
+// ApprovalPage is one page of approvals, newest first.
+type ApprovalPage struct {
+	Approvals  []ApprovalView `json:"approvals"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+const approvalCursorPrefix = "ap1:"
+
+func approvalCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(approvalCursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+func parseApprovalCursor(c string) (int64, error) {
+	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
+		Hint: "pass next_cursor from the previous page unchanged, or leave cursor out for the newest approvals", Data: map[string]any{"field": "cursor"}}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, bad
+	}
+	digits, ok := strings.CutPrefix(string(raw), approvalCursorPrefix)
+	if !ok {
+		return 0, bad
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || seq <= 0 {
+		return 0, bad
+	}
+	return seq, nil
+}
+
+// ListApprovals pages a workspace's approvals, newest first. status filters
+// by the status a reader sees ("pending" leaves out expired ones).
+func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status, cursor string, limit int) (ApprovalPage, error) {
+	switch {
+	case limit == 0:
+		limit = 50
+	case limit < 0 || limit > 500:
+		return ApprovalPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), "use 1 to 500 (default 50)")
+	}
+	st := ladder.ApprovalStatus(status)
+	switch st {
+	case "", ladder.ApprovalPending, ladder.ApprovalApproved, ladder.ApprovalRejected, ladder.ApprovalExpired, ladder.ApprovalExecuting, ladder.ApprovalShadow:
+	default:
+		return ApprovalPage{}, argError("status", fmt.Sprintf("%q is not allowed; allowed values: pending, approved, rejected, expired, executing, shadow", status), "leave status out for every approval")
+	}
+	q := ladder.ApprovalQuery{Workspace: p.Workspace, Limit: limit + 1}
+	if cursor != "" {
+		seq, err := parseApprovalCursor(cursor)
+		if err != nil {
+			return ApprovalPage{}, err
+		}
+		q.BeforeSeq = seq
+	}
+	// Expired is derived; read pending rows and keep those past expiry.
+	switch st {
+	case ladder.ApprovalExpired, ladder.ApprovalPending:
+		q.Status = ladder.ApprovalPending
+	default:
+		q.Status = st
+	}
+	page := ApprovalPage{Approvals: []ApprovalView{}}
+	for {
+		rows, err := s.store.ListApprovals(ctx, q)
+		if err != nil {
+			return ApprovalPage{}, storeErr("list approvals", err)
+		}
+		for i, a := range rows {
+			if len(page.Approvals) == limit {
+				page.NextCursor = approvalCursor(rows[i-1].Seq)
+				return page, nil
+			}
+			v := s.view(a)
+			if st == ladder.ApprovalExpired && v.Status != ladder.ApprovalExpired || st == ladder.ApprovalPending && v.Status != ladder.ApprovalPending {
+				continue
+			}
+			page.Approvals = append(page.Approvals, v)
+		}
+		if len(rows) < q.Limit || (st != ladder.ApprovalExpired && st != ladder.ApprovalPending) {
+			return page, nil
+		}
+		q.BeforeSeq = rows[len(rows)-1].Seq
+	}
+}
+
+// notFound is the answer for an approval that is not this workspace's (or
+// not this agent's): the same either way, so nothing leaks.
+func approvalNotFound(id string) error {
+	return &ladder.Error{Code: ladder.CodeApprovalNotFound, Message: fmt.Sprintf("no approval %q for this key", id),
+		Hint: "use the approval_id a capability call returned"}
+}
+
+// ApprovalStatus tells the agent that asked what became of its request.
+func (s *Service) ApprovalStatus(ctx context.Context, p ladder.Principal, id string) (ApprovalView, error) {
+	a, err := s.store.GetApproval(ctx, p.Workspace, id)
+	if errors.Is(err, ladder.ErrNotFound) || (err == nil && p.Kind == ladder.KeyAgent && a.RequestedBy != p.KeyID) {
+		return ApprovalView{}, approvalNotFound(id)
+	}
+	if err != nil {
+		return ApprovalView{}, storeErr("get approval", err)
+	}
+	return s.view(a), nil
+}
+
+// DecideRequest is a person's decision on an approval.
+type DecideRequest struct {
+	// Payload, when set on approve, replaces the proposal (edit, then
+	// approve); it is validated against the capability's schema.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+}
+
+// pendingFor loads an approval a person may decide now.
+func (s *Service) pendingFor(ctx context.Context, p ladder.Principal, id string) (ladder.Approval, error) {
+	a, err := s.store.GetApproval(ctx, p.Workspace, id)
+	if errors.Is(err, ladder.ErrNotFound) {
+		return a, approvalNotFound(id)
+	}
+	if err != nil {
+		return a, storeErr("get approval", err)
+	}
+	switch a.EffectiveStatus(s.now()) {
+	case ladder.ApprovalPending:
+		return a, nil
+	case ladder.ApprovalExpired:
+		s.expire(ctx, a)
+		return a, &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired at %s before anyone decided", id, a.ExpiresAt.Format(time.RFC3339)),
+			Hint: "nothing ran; the agent sees expired and may ask again"}
+	}
+	return a, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided already: it is %s", id, a.Status),
+		Hint: "reload the inbox; someone else decided it", Data: map[string]any{"status": a.Status, "decided_by": a.DecidedBy}}
+}
+
+// expire stores an expired approval's status (best effort: readers derive
+// it anyway).
+func (s *Service) expire(ctx context.Context, a ladder.Approval) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b := a
+	b.Status = ladder.ApprovalExpired
+	e, err := ladder.NewAuditEntry(a.Workspace, "system", ladder.AuditApproval, a.ID, now, map[string]any{"event": "expired", "expires_at": a.ExpiresAt})
+	if err != nil {
+		return
+	}
+	if _, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e}); err != nil && !errors.Is(err, ladder.ErrConflict) {
+		s.log.WarnContext(ctx, "expire approval", "approval_id", a.ID, "err", err)
+	}
+}
+
+// ExpireDue stores the expiry of every pending approval past its time and
+// returns how many it expired. serve runs it periodically.
+func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	n := 0
+	for _, ws := range s.order {
+		q := ladder.ApprovalQuery{Workspace: ws, Status: ladder.ApprovalPending, Limit: 500}
+		for {
+			rows, err := s.store.ListApprovals(ctx, q)
+			if err != nil {
+				return n, err
+			}
+			for _, a := range rows {
+				if a.EffectiveStatus(s.now()) == ladder.ApprovalExpired {
+					s.expire(ctx, a)
+					n++
+				}
+			}
+			if len(rows) < q.Limit {
+				break
+			}
+			q.BeforeSeq = rows[len(rows)-1].Seq
+		}
+	}
+	return n, nil
+}
+
+// Reject closes an approval without running anything. A step-tied
+// proposal's rejection is also a review (disagree).
+func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+	if strings.TrimSpace(req.Reason) == "" {
+		return ApprovalView{}, argError("reason", "is required", "say why the request is rejected; the agent and the audit log see it")
+	}
+	a, err := s.pendingFor(ctx, p, id)
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b := a
+	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalRejected, p.KeyID, &now, req.Reason
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "rejected", "reason": req.Reason})
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	if err != nil {
+		return ApprovalView{}, s.decideErr(id, err)
+	}
+	s.reviewDecision(ctx, p, got, ladder.VerdictDisagree, nil, req.Reason)
+	return s.view(got), nil
+}
+
+func (s *Service) decideErr(id string, err error) error {
+	if errors.Is(err, ladder.ErrConflict) {
+		return &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided by someone else a moment ago", id),
+			Hint: "reload the inbox; it ran (or closed) once, as decided first"}
+	}
+	return storeErr("decide approval", err)
+}
+
+// Approve approves a request, as proposed or with an edited payload, and
+// executes the call exactly once: of many people approving at once, one
+// wins the compare-and-set from pending and runs it; the others get
+// APPROVAL_CLOSED. A step-tied proposal's approval is also a review
+// (unchanged = agree, edited = disagree).
+func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+	a, err := s.pendingFor(ctx, p, id)
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	c, ok := s.FindCapability(p.Workspace, a.Capability)
+	if !ok {
+		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "reject the request"}
+	}
+	edited := false
+	if len(bytes.TrimSpace(req.Payload)) > 0 {
+		var pl map[string]any
+		if err := json.Unmarshal(req.Payload, &pl); err != nil || pl == nil {
+			return ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
+		}
+		if err := s.ValidatePayload(p.Workspace, c, pl); err != nil {
+			return ApprovalView{}, err
+		}
+		canon, err := ladder.CanonicalJSON(pl)
+		if err != nil {
+			return ApprovalView{}, err
+		}
+		if !bytes.Equal(canon, a.Payload) {
+			a.EditedPayload, edited = canon, true
+		}
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b := a
+	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalExecuting, p.KeyID, &now, req.Reason
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "approved", "edited": edited, "edited_payload": b.EditedPayload, "reason": req.Reason})
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	if err != nil {
+		return ApprovalView{}, s.decideErr(id, err)
+	}
+	verdict := ladder.VerdictAgree
+	var correction json.RawMessage
+	if edited {
+		verdict, correction = ladder.VerdictDisagree, b.EditedPayload
+	}
+	s.reviewDecision(ctx, p, b, verdict, correction, req.Reason)
+	return s.runApproved(ctx, p, c, b, "approval:"+a.ID)
+}
+
+// Retry runs an approved call again whose execution failed (an upstream
+// down when the person approved).
+func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (ApprovalView, error) {
+	a, err := s.store.GetApproval(ctx, p.Workspace, id)
+	if errors.Is(err, ladder.ErrNotFound) {
+		return ApprovalView{}, approvalNotFound(id)
+	}
+	if err != nil {
+		return ApprovalView{}, storeErr("get approval", err)
+	}
+	if a.Status != ladder.ApprovalApproved || a.ExecError == "" {
+		return ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s is %s and has no failed execution to retry", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
+	}
+	c, ok := s.FindCapability(p.Workspace, a.Capability)
+	if !ok {
+		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b := a
+	b.Status = ladder.ApprovalExecuting
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "retry", "previous_error": a.ExecError})
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	if b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
+		return ApprovalView{}, s.decideErr(id, err)
+	}
+	// Each retry is a new execution with its own idempotency key.
+	return s.runApproved(ctx, p, c, b, fmt.Sprintf("approval:%s:retry:%d", a.ID, now.UnixNano()))
+}
+
+// runApproved executes an approval held in executing and stores the
+// outcome: approved with a result, or approved with the error that stopped
+// it (approved, not executed), which a person can retry.
+func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.Capability, a ladder.Approval, idemKey string) (ApprovalView, error) {
+	payload := a.Payload
+	if len(a.EditedPayload) > 0 {
+		payload = a.EditedPayload
+	}
+	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: a.Workspace, Capability: c.ID, KeyID: p.KeyID,
+		IdempotencyKey: idemKey, Status: ladder.CallRunning, Payload: payload, Scope: a.Scope,
+		RouteID: a.RouteID, GateDecisionID: a.GateDecisionID, ApprovalID: a.ID}
+	res, xerr := s.execute(ctx, p.KeyID, c, call, CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: a.GateDecisionID})
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b := a
+	b.Status, b.CallID = ladder.ApprovalApproved, res.CallID
+	if xerr != nil {
+		le := ladder.AsError(xerr)
+		if le.Code == ladder.CodeAuditUnavailable {
+			// Nothing ran: put it back so a person can approve again.
+			b.Status, b.DecidedBy, b.DecidedAt = ladder.ApprovalPending, "", nil
+		}
+		b.ExecError = fmt.Sprintf("%s: %s", le.Code, le.Hint)
+		if id, ok := le.Data["call_id"].(string); ok {
+			b.CallID = id
+		}
+	} else {
+		b.ExecError, b.Result, b.ExecutedAt = "", res.Result, &now
+	}
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "executed", "status": b.Status, "exec_error": b.ExecError, "call_id": b.CallID})
+	if err != nil {
+		return ApprovalView{}, err
+	}
+	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalExecuting, []ladder.AuditEntry{e})
+	if err != nil {
+		s.log.ErrorContext(ctx, "record approval outcome", "approval_id", a.ID, "err", err)
+		return ApprovalView{}, storeErr("record approval outcome", err)
+	}
+	if xerr != nil {
+		le := ladder.AsError(xerr)
+		return s.view(got), &ladder.Error{Code: le.Code, Message: fmt.Sprintf("approved, but the call did not run: %s", b.ExecError),
+			Hint: "the approval stays approved and not executed; fix the upstream, then retry it (POST /v1/approvals/" + a.ID + "/retry)",
+			Data: map[string]any{"approval_id": a.ID, "status": got.Status}}
+	}
+	return s.view(got), nil
+}
+
+// reviewDecision records a person's decision on a step-tied proposal as a
+// review of its route, so the ladder learns from it. A route reviewed
+// already keeps its first review.
+func (s *Service) reviewDecision(ctx context.Context, p ladder.Principal, a ladder.Approval, v ladder.Verdict, correction json.RawMessage, note string) {
+	if a.RouteID == "" || a.Kind != ladder.ApprovalProposal {
+		return
+	}
+	st, err := s.FindStep(a.Workspace, a.Queue, a.Step)
+	if err != nil {
+		return
+	}
+	rv := ladder.Review{ID: ladder.NewID("rv"), RouteID: a.RouteID, Workspace: a.Workspace, Queue: a.Queue, Step: a.Step, Item: a.Item,
+		Kind: ladder.ReviewApproval, Verdict: v, Correction: correction, Note: note, Reviewer: p.KeyID, At: s.now().UTC().Truncate(time.Microsecond)}
+	if v == ladder.VerdictDisagree {
+		rv.Severity = 3
+	}
+	if _, err := s.recordReview(ctx, st, rv, p.KeyID); err != nil && ladder.ErrorCode(err) != ladder.CodeAlreadyReviewed {
+		s.log.WarnContext(ctx, "record approval review", "approval_id", a.ID, "err", err)
+	}
+}

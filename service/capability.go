@@ -1,0 +1,451 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/upstream"
+)
+
+// Runner executes capability calls; upstream.Pool is the implementation.
+type Runner interface {
+	Execute(ctx context.Context, x ladder.Executor, req upstream.Request) (upstream.Result, error)
+}
+
+// CallResult is the answer to a capability call: it ran (status
+// "executed", with the upstream's result), or it became an approval request
+// (status "approval_requested"), or it was replayed from an earlier call
+// with the same idempotency key.
+type CallResult struct {
+	Status         string          `json:"status"`
+	Capability     string          `json:"capability"`
+	Message        string          `json:"message"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	CallID         string          `json:"call_id,omitempty"`
+	ApprovalID     string          `json:"approval_id,omitempty"`
+	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+	RouteID        string          `json:"route_id,omitempty"`
+	Decision       string          `json:"decision,omitempty"`
+	Lane           string          `json:"lane,omitempty"`
+	GateDecisionID string          `json:"gate_decision_id,omitempty"`
+	AuditSeq       int64           `json:"audit_seq,omitempty"`
+	Replayed       bool            `json:"replayed,omitempty"`
+	Proposal       json.RawMessage `json:"proposal,omitempty"`
+}
+
+// Call statuses of CallResult.
+const (
+	StatusExecuted          = "executed"
+	StatusApprovalRequested = "approval_requested"
+)
+
+// reserved argument names of a capability tool; any other key that is not
+// a scope field merges into the payload (seed 004).
+const (
+	argPayload        = "payload"
+	argEvidence       = "evidence"
+	argIdempotencyKey = "idempotency_key"
+)
+
+// FindCapability returns a capability of the workspace by id or by its
+// portable name (':' spelled '_'), served or not.
+func (s *Service) FindCapability(workspace, name string) (ladder.Capability, bool) {
+	w, ok := s.workspaces[workspace]
+	if !ok {
+		return ladder.Capability{}, false
+	}
+	for _, c := range w.Capabilities {
+		if c.ID == name || strings.ReplaceAll(c.ID, ":", "_") == name {
+			return c, true
+		}
+	}
+	return ladder.Capability{}, false
+}
+
+// capabilityArgs are a call's arguments split into their parts.
+type capabilityArgs struct {
+	payload        map[string]any
+	scope          map[string]string
+	evidence       json.RawMessage
+	idempotencyKey string
+}
+
+func argError(field, msg, hint string) *ladder.Error {
+	return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: field + ": " + msg, Hint: hint, Data: map[string]any{"field": field}}
+}
+
+// splitArgs reads tools/call arguments (or a REST body): the payload, the
+// scope fields, the evidence, the idempotency key; an extra key merges
+// into the payload.
+func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error) {
+	a := capabilityArgs{payload: map[string]any{}, scope: map[string]string{}}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := strictjson.Check(raw); err != nil {
+		return a, argError("arguments", err.Error(), "send one JSON object")
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return a, argError("arguments", "not a JSON object", "send the payload, the scope fields and the other arguments as one object")
+	}
+	if p, ok := args[argPayload]; ok {
+		dec := json.NewDecoder(bytes.NewReader(p))
+		dec.UseNumber()
+		if err := dec.Decode(&a.payload); err != nil || a.payload == nil {
+			return a, argError(argPayload, "is not a JSON object", "send payload as an object, e.g. {}")
+		}
+	}
+	for k, v := range args {
+		switch {
+		case k == argPayload:
+		case k == argIdempotencyKey:
+			if err := json.Unmarshal(v, &a.idempotencyKey); err != nil || len(a.idempotencyKey) > 200 {
+				return a, argError(k, "must be a string of at most 200 characters", "send a key unique to this action, e.g. the bill id")
+			}
+		case k == argEvidence && c.Gate != nil:
+			a.evidence = v
+		case slices.Contains(c.ScopeFields, k):
+			var sv string
+			if err := json.Unmarshal(v, &sv); err != nil {
+				return a, argError(k, "must be a string", "send the scope value as a string")
+			}
+			a.scope[k] = sv
+		default:
+			if _, dup := a.payload[k]; dup {
+				return a, argError(k, "is given both at the top level and inside payload", "send it once")
+			}
+			var val any
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.UseNumber()
+			if err := dec.Decode(&val); err != nil {
+				return a, argError(k, "is not valid JSON", "fix the value")
+			}
+			a.payload[k] = val
+		}
+	}
+	for _, f := range c.ScopeFields {
+		if a.scope[f] == "" {
+			return a, argError(f, "is required", fmt.Sprintf("send the %s this call is for; the tool's input schema lists the scope fields", f))
+		}
+	}
+	if c.Gate != nil && len(a.evidence) == 0 {
+		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call list_precondition_functions with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
+	}
+	return a, nil
+}
+
+// schemaCache keeps resolved payload schemas per capability.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]*jsonschema.Resolved
+}
+
+func (s *Service) payloadSchema(workspace string, c ladder.Capability) (*jsonschema.Resolved, error) {
+	s.schemas.mu.Lock()
+	defer s.schemas.mu.Unlock()
+	key := workspace + "\x00" + c.ID
+	if r, ok := s.schemas.m[key]; ok {
+		return r, nil
+	}
+	if s.schemas.m == nil {
+		s.schemas.m = map[string]*jsonschema.Resolved{}
+	}
+	var sch jsonschema.Schema
+	src := c.Payload
+	if src == nil {
+		src = map[string]any{"type": "object"}
+	}
+	data, err := json.Marshal(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &sch); err != nil {
+		return nil, fmt.Errorf("payload schema of %s: %w", c.ID, err)
+	}
+	r, err := sch.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("payload schema of %s: %w", c.ID, err)
+	}
+	s.schemas.m[key] = r
+	return r, nil
+}
+
+// ValidatePayload checks a payload against the capability's declared
+// schema; a fault names the field.
+func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload map[string]any) error {
+	r, err := s.payloadSchema(workspace, c)
+	if err != nil {
+		return err
+	}
+	// Round-trip so numbers are float64, as the validator expects.
+	data, _ := json.Marshal(payload)
+	var v any
+	_ = json.Unmarshal(data, &v)
+	if err := r.Validate(v); err != nil {
+		field := "payload"
+		props, _ := c.Payload["properties"].(map[string]any)
+		msg := err.Error()
+		for name := range props {
+			if strings.Contains(msg, "\""+name+"\"") || strings.Contains(msg, "/"+name) {
+				field = "payload." + name
+				break
+			}
+		}
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s does not match the payload schema of %s: %s", field, c.ID, msg),
+			Hint: "fix the field; the tool's input schema describes every payload field", Data: map[string]any{"field": field}}
+	}
+	return nil
+}
+
+// checkScope refuses a scope value that is not this workspace's, without
+// telling whether it belongs to another workspace or to none.
+func (s *Service) checkScope(workspace string, scope map[string]string) error {
+	w := s.workspaces[workspace]
+	for field, v := range scope {
+		if !slices.Contains(w.Scopes[field], v) {
+			return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED",
+				Hint: fmt.Sprintf("the %s is not one of this key's workspace; use a key of the workspace it belongs to", field)}
+		}
+	}
+	return nil
+}
+
+// itemFor names the work item of a step-tied call for its route: the
+// idempotency key when given, otherwise a hash of the payload and scope, so
+// the same call routes the same way.
+func itemFor(a capabilityArgs) string {
+	if a.idempotencyKey != "" {
+		return a.idempotencyKey
+	}
+	data, _ := json.Marshal(map[string]any{"payload": a.payload, "scope": a.scope})
+	sum := sha256.Sum256(data)
+	return "call-" + hex.EncodeToString(sum[:8])
+}
+
+// CallCapability carries out one capability call along the path of
+// DESIGN.md §6: capability → validate → scope → human gate → step lane →
+// evidence gate → audit write → execute once → record the result.
+func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (CallResult, error) {
+	c, ok := s.FindCapability(p.Workspace, name)
+	if !ok {
+		return CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
+	}
+	if !c.Served {
+		return CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+	}
+	a, err := splitArgs(c, raw)
+	if err != nil {
+		return CallResult{}, err
+	}
+	if err := s.ValidatePayload(p.Workspace, c, a.payload); err != nil {
+		return CallResult{}, err
+	}
+	if err := s.checkScope(p.Workspace, a.scope); err != nil {
+		return CallResult{}, err
+	}
+	payload, err := ladder.CanonicalJSON(a.payload)
+	if err != nil {
+		return CallResult{}, err
+	}
+	ap := ladder.Approval{Workspace: p.Workspace, Capability: c.ID, Payload: payload, Scope: a.scope, Evidence: a.evidence, IdempotencyKey: a.idempotencyKey, RequestedBy: p.KeyID}
+	res := CallResult{Capability: c.ID}
+
+	// 1. A human gate: an approval request, nothing runs.
+	if c.HumanGate {
+		ap.Kind, ap.Reason = ladder.ApprovalHumanGate, c.ID+" is a human gate: a person approves every call."
+		return s.requestApproval(ctx, p, ap, res)
+	}
+
+	// 2. The step's lane.
+	if c.Step != "" {
+		queue, step, _ := strings.Cut(c.Step, "/")
+		if step == "" {
+			queue, step = "", queue
+		}
+		rt, err := s.Route(ctx, p, RouteRequest{Queue: queue, Step: step, Item: itemFor(a)})
+		if err != nil {
+			return CallResult{}, err
+		}
+		res.RouteID, res.Decision, res.Lane = rt.ID, string(rt.Decision), string(rt.Lane)
+		ap.RouteID, ap.Queue, ap.Step, ap.Item = rt.ID, rt.Queue, rt.Step, rt.Item
+		switch rt.Decision {
+		case ladder.DecisionPropose:
+			ap.Kind, ap.Reason = ladder.ApprovalProposal, rt.Reason
+			return s.requestApproval(ctx, p, ap, res)
+		case ladder.DecisionHumanOnly:
+			data := map[string]any{"route_id": rt.ID, "lane": rt.Lane}
+			if rt.Lane == ladder.LaneShadow {
+				// Shadow: keep the agent's proposal so a person's handling of
+				// the item can be compared with it.
+				ap.Kind, ap.Status, ap.Reason = ladder.ApprovalShadowRec, ladder.ApprovalShadow, rt.Reason
+				rec, err := s.storeApproval(ctx, p, ap)
+				if err != nil {
+					return CallResult{}, err
+				}
+				data["proposal_id"] = rec.ID
+			}
+			return CallResult{}, &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
+				Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", rt.Step, rt.Lane),
+				Data: data}
+		}
+	}
+
+	// 3. The evidence gate.
+	if c.Gate != nil {
+		g, err := s.Authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: a.evidence})
+		if err != nil {
+			return CallResult{}, err
+		}
+		res.GateDecisionID = g.DecisionID
+		if g.GateState != "PASS" {
+			ap.Kind, ap.GateDecisionID, ap.GateState = ladder.ApprovalEscalate, g.DecisionID, g.GateState
+			ap.Reason = fmt.Sprintf("The evidence gate held the call: %s (%s).", g.GateState, g.ReasonCode)
+			rec, err := s.storeApproval(ctx, p, ap)
+			if err != nil {
+				return CallResult{}, err
+			}
+			return CallResult{}, &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD",
+				Hint: "nothing ran; improve the evidence (list_precondition_functions shows what counts) or wait for a person to decide approval " + rec.ID,
+				Data: map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
+					"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "approval_id": rec.ID, "route_id": res.RouteID}}
+		}
+	}
+
+	// 4. Audit first, then execute exactly once.
+	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: p.Workspace, Capability: c.ID, KeyID: p.KeyID, IdempotencyKey: a.idempotencyKey,
+		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, RouteID: res.RouteID, GateDecisionID: res.GateDecisionID}
+	return s.execute(ctx, p.KeyID, c, call, res)
+}
+
+// storeApproval records an approval request (idempotent by key).
+func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval) (ladder.Approval, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	ap.ID, ap.CreatedAt = ladder.NewID("ap"), now
+	if ap.Status == "" {
+		ap.Status = ladder.ApprovalPending
+		ap.ExpiresAt = now.Add(s.approvalTTL)
+	}
+	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditApproval, ap.ID, now, map[string]any{
+		"event": "requested", "capability": ap.Capability, "kind": ap.Kind, "status": ap.Status, "payload": ap.Payload, "scope": ap.Scope,
+		"route_id": ap.RouteID, "gate_decision_id": ap.GateDecisionID, "idempotency_key": ap.IdempotencyKey,
+	})
+	if err != nil {
+		return ladder.Approval{}, err
+	}
+	got, _, err := s.store.CreateApproval(ctx, ap, e)
+	if err != nil {
+		return ladder.Approval{}, storeErr("create approval", err)
+	}
+	return got, nil
+}
+
+func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval, res CallResult) (CallResult, error) {
+	rec, err := s.storeApproval(ctx, p, ap)
+	if err != nil {
+		return CallResult{}, err
+	}
+	res.Status, res.ApprovalID, res.Proposal = StatusApprovalRequested, rec.ID, rec.Payload
+	exp := rec.ExpiresAt
+	res.ExpiresAt = &exp
+	res.Message = fmt.Sprintf("%s Nothing ran: approval %s is %s; call approval_status with this id to learn what a person decided.", rec.Reason, rec.ID, rec.EffectiveStatus(s.now()))
+	return res, nil
+}
+
+// execute records the call (fail closed: no audit record, no execution),
+// runs it once and records its result.
+func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability, call ladder.Call, res CallResult) (CallResult, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	call.StartedAt = now
+	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, map[string]any{
+		"capability": c.ID, "payload": call.Payload, "scope": call.Scope, "idempotency_key": call.IdempotencyKey,
+		"route_id": call.RouteID, "gate_decision_id": call.GateDecisionID, "approval_id": call.ApprovalID, "executor": c.Executor.Kind,
+	})
+	if err != nil {
+		return CallResult{}, err
+	}
+	got, created, err := s.store.BeginCall(ctx, call, e)
+	if err != nil {
+		return CallResult{}, storeErr("begin call", err)
+	}
+	if !created {
+		return s.replay(got, res)
+	}
+	res.CallID, res.AuditSeq = got.ID, got.AuditSeq
+	if s.runner == nil {
+		return CallResult{}, errors.New("no executor configured")
+	}
+	out, xerr := s.runner.Execute(ctx, c.Executor, upstream.Request{CallID: got.ID, Workspace: got.Workspace, Capability: c.ID, Payload: got.Payload, Scope: got.Scope, IdempotencyKey: got.IdempotencyKey})
+	done := s.now().UTC().Truncate(time.Microsecond)
+	got.FinishedAt, got.UpstreamStatus = &done, out.Status
+	if xerr != nil {
+		le := ladder.AsError(xerr)
+		if le.Code == ladder.CodeInternal {
+			le = &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: "the upstream call failed", Hint: "the failure was recorded; check the upstream", Err: xerr}
+		}
+		got.Status, got.ErrorCode = ladder.CallFailed, le.Code
+		got.Error = le.Message
+		if le.Err != nil {
+			got.Error += ": " + le.Err.Error()
+		}
+	} else {
+		got.Status, got.Result = ladder.CallOK, out.Body
+	}
+	re, err := ladder.NewAuditEntry(got.Workspace, actor, ladder.AuditCallResult, got.ID, done, map[string]any{
+		"capability": c.ID, "status": got.Status, "error": got.Error, "error_code": got.ErrorCode, "upstream_status": got.UpstreamStatus,
+	})
+	if err != nil {
+		return CallResult{}, err
+	}
+	if _, ferr := s.store.FinishCall(ctx, got, re); ferr != nil {
+		// The call ran; its result could not be recorded. Say so in the log
+		// and still answer truthfully.
+		s.log.ErrorContext(ctx, "record call result", "call_id", got.ID, "err", ferr)
+	}
+	if xerr != nil {
+		le := ladder.AsError(xerr)
+		if le.Code == ladder.CodeInternal {
+			le.Code = ladder.CodeUpstreamFailed
+		}
+		data := map[string]any{"call_id": got.ID, "audit_seq": res.AuditSeq}
+		for k, v := range le.Data {
+			data[k] = v
+		}
+		return CallResult{}, &ladder.Error{Code: le.Code, Message: string(le.Code), Hint: le.Message + "; " + le.Hint, Data: data, Err: le.Err}
+	}
+	res.Status, res.Result = StatusExecuted, got.Result
+	res.Message = fmt.Sprintf("%s ran (call %s).", c.ID, got.ID)
+	return res, nil
+}
+
+// replay answers a repeated call with the first call's outcome; it never
+// executes again.
+func (s *Service) replay(first ladder.Call, res CallResult) (CallResult, error) {
+	res.CallID, res.Replayed, res.RouteID, res.GateDecisionID = first.ID, true, first.RouteID, first.GateDecisionID
+	switch first.Status {
+	case ladder.CallOK:
+		res.Status, res.Result = StatusExecuted, first.Result
+		res.Message = fmt.Sprintf("%s ran earlier with this idempotency_key (call %s); this is its result, and nothing ran again.", first.Capability, first.ID)
+		return res, nil
+	case ladder.CallFailed:
+		return CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: string(first.ErrorCode),
+			Hint: "the earlier call with this idempotency_key failed: " + first.Error + "; use a new idempotency_key to try again",
+			Data: map[string]any{"call_id": first.ID, "replayed": true}}
+	}
+	return CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "CONFLICT",
+		Hint: "a call with this idempotency_key is still running; wait, then call again with the same key to get its result",
+		Data: map[string]any{"call_id": first.ID}}
+}

@@ -1,0 +1,447 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/gate"
+)
+
+// History page sizes (DESIGN.md §3.2).
+const (
+	DefaultGateHistoryLimit = 50
+	MaxGateHistoryLimit     = 500
+)
+
+// GateFunctionsView is the list_precondition_functions answer: the case ids
+// of the key's workspace and, for the case asked for (or every case), the
+// functions authorize takes with the evidence schema of each.
+type GateFunctionsView struct {
+	Workspace string `json:"workspace"`
+	// CaseIDs lists every gate case of the workspace, so a caller that
+	// named none can pick one.
+	CaseIDs []string        `json:"case_ids"`
+	Cases   []gate.CaseInfo `json:"cases"`
+	// Sentence is the text content's first sentence.
+	Sentence string `json:"-"`
+}
+
+// gateOf returns the workspace's gate, or nil when it declares no cases.
+func (s *Service) gateOf(workspace string) *gate.Gate {
+	return s.gates[workspace]
+}
+
+// caseIDs lists the workspace's case ids in declaration order.
+func caseIDs(g *gate.Gate) []string {
+	if g == nil {
+		return []string{}
+	}
+	cs := g.Cases()
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// GateFunctions lists the precondition functions of one case, or of every
+// case of the workspace when caseID is empty.
+func (s *Service) GateFunctions(workspace, caseID string) (GateFunctionsView, error) {
+	g := s.gateOf(workspace)
+	v := GateFunctionsView{Workspace: workspace, CaseIDs: caseIDs(g), Cases: []gate.CaseInfo{}}
+	if caseID == "" {
+		if g != nil {
+			v.Cases = g.Cases()
+		}
+		switch len(v.CaseIDs) {
+		case 0:
+			v.Sentence = "This workspace has no gate cases, so authorize has nothing to decide here."
+		default:
+			v.Sentence = fmt.Sprintf("Gate cases: %s. Call authorize with a case, one of its precondition_fn names and evidence shaped as its evidence_schema.", strings.Join(v.CaseIDs, ", "))
+		}
+		return v, nil
+	}
+	if g == nil {
+		return v, unknownCase(caseID, v.CaseIDs)
+	}
+	for _, c := range g.Cases() {
+		if c.ID == caseID {
+			v.Cases = []gate.CaseInfo{c}
+			names := make([]string, len(c.Functions))
+			for i, f := range c.Functions {
+				names[i] = f.PreconditionFn
+			}
+			v.Sentence = fmt.Sprintf("Case %s: precondition functions %s. Call authorize with one of them and evidence shaped as its evidence_schema.", c.ID, strings.Join(names, ", "))
+			return v, nil
+		}
+	}
+	return v, unknownCase(caseID, v.CaseIDs)
+}
+
+func unknownCase(caseID string, valid []string) *ladder.Error {
+	msg := fmt.Sprintf("no gate case %q in this workspace", caseID)
+	if caseID == "" {
+		msg = "case is required"
+	}
+	hint := "call list_precondition_functions without a case to see every case of this workspace and its functions"
+	if len(valid) == 0 {
+		hint += "; this workspace declares no gate cases"
+	} else {
+		hint += "; valid cases: " + strings.Join(valid, ", ")
+	}
+	return &ladder.Error{Code: ladder.CodeUnknownCase, Message: msg, Hint: hint, Data: map[string]any{"field": "case", "valid": valid}}
+}
+
+// AuthorizeRequest asks the evidence gate whether a commit may go ahead.
+type AuthorizeRequest struct {
+	Case           string          `json:"case"`
+	PreconditionFn string          `json:"precondition_fn"`
+	Evidence       json.RawMessage `json:"evidence,omitempty"`
+}
+
+// GateResult is an authorize answer (DESIGN.md §5) and one row of gate
+// history: the contract fields, then the legacy fields kept for callers of
+// the original tool. Only GateState PASS authorizes the action.
+type GateResult struct {
+	GateState           string      `json:"gate_state"`
+	SchemaVersion       string      `json:"schema_version"`
+	CQScores            gate.Scores `json:"cq_scores"`
+	ReasonCode          string      `json:"reason_code"`
+	AutoRepairAvailable bool        `json:"auto_repair_available"`
+	HumanReadable       string      `json:"human_readable"`
+	DecisionID          string      `json:"decision_id"`
+
+	Case           string          `json:"case"`
+	PreconditionFn string          `json:"precondition_fn"`
+	ActionID       string          `json:"action_id"`
+	Notes          string          `json:"notes,omitempty"`
+	Evidence       json.RawMessage `json:"evidence,omitempty"`
+	KeyID          string          `json:"key_id"`
+	At             time.Time       `json:"at"`
+
+	// Legacy fields.
+	Route          string  `json:"route"`
+	Authorized     bool    `json:"authorized"`
+	R              float64 `json:"R"`
+	C              float64 `json:"C"`
+	O              float64 `json:"O"`
+	Ro             float64 `json:"Ro"`
+	Q              float64 `json:"Q"`
+	VerifiableExt  bool    `json:"verifiable_ext"`
+	RepairAttempts int     `json:"repair_attempts"`
+}
+
+// GateResultOf renders a stored decision as the authorize contract.
+func GateResultOf(d ladder.GateDecisionRecord) GateResult {
+	return GateResult{
+		GateState: d.GateState, SchemaVersion: gate.SchemaVersion,
+		CQScores:   gate.Scores{Relevance: d.R, Coverage: d.C, Ordering: d.O, Robustness: d.Ro},
+		ReasonCode: d.ReasonCode, AutoRepairAvailable: d.RepairAttempts > 0,
+		HumanReadable: d.HumanReadable, DecisionID: d.ID,
+		Case: d.Case, PreconditionFn: d.PreconditionFn, ActionID: d.ActionID, Notes: d.Notes, Evidence: d.Evidence,
+		KeyID: d.KeyID, At: d.At,
+		Route: d.GateState, Authorized: d.GateState == gate.StatePass,
+		R: d.R, C: d.C, O: d.O, Ro: d.Ro, Q: d.Q, VerifiableExt: d.VerifiableExt, RepairAttempts: d.RepairAttempts,
+	}
+}
+
+// Authorize runs the evidence gate for one commit and records the decision.
+//
+// The decision and its audit record are written in one durable write
+// before anything is returned; if that write fails the answer is
+// AUDIT_UNAVAILABLE, never an unlogged verdict. Secrets in the evidence,
+// the notes and the explanation are redacted before they are stored or
+// returned.
+//
+// Refusals: UNKNOWN_CASE and UNKNOWN_FUNCTION (the hint lists the valid
+// names), EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
+// commit a person always makes — that refusal is recorded too, and carries
+// its decision_id.
+func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest) (GateResult, error) {
+	g := s.gateOf(p.Workspace)
+	valid := caseIDs(g)
+	if req.Case == "" || g == nil {
+		return GateResult{}, unknownCase(req.Case, valid)
+	}
+	ev, err := decodeEvidence(req.Evidence)
+	if err != nil {
+		return GateResult{}, err
+	}
+	d, err := g.Authorize(req.Case, req.PreconditionFn, ev)
+	var le *gate.LookupError
+	switch {
+	case err == nil:
+	case errors.As(err, &le) && errors.Is(err, gate.ErrBypassToHuman):
+		// The refusal is a decision too: record it under the name asked.
+		d.PreconditionFn = req.PreconditionFn
+		rec, werr := s.recordGate(ctx, p, d)
+		if werr != nil {
+			return GateResult{}, werr
+		}
+		return GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
+			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s)", le.Name, le.Case, rec.ReasonCode, rec.ID),
+			Hint:    "do not perform this action; ask a person to make this commit. To see what evidence can authorize, call list_precondition_functions",
+			Data:    map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false}}
+	case errors.As(err, &le) && errors.Is(err, gate.ErrUnknownCase):
+		return GateResult{}, unknownCase(req.Case, valid)
+	case errors.As(err, &le):
+		msg := fmt.Sprintf("no precondition function %q in case %s", req.PreconditionFn, req.Case)
+		if req.PreconditionFn == "" {
+			msg = "precondition_fn is required"
+		}
+		return GateResult{}, &ladder.Error{Code: ladder.CodeUnknownFunction, Message: msg,
+			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects; valid precondition_fn values: %s", req.Case, strings.Join(le.Valid, ", ")),
+			Data: map[string]any{"field": "precondition_fn", "valid": le.Valid}}
+	default:
+		var ee *gate.EvidenceError
+		if errors.As(err, &ee) {
+			field := "evidence"
+			if ee.Field != "" {
+				field = "evidence." + ee.Field
+			}
+			return GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: gate.Redact(ee.Error()),
+				Hint: fmt.Sprintf("fix %s and call again; list_precondition_functions with case %q shows the evidence schema of %s", field, req.Case, req.PreconditionFn),
+				Data: map[string]any{"field": field}}
+		}
+		return GateResult{}, fmt.Errorf("authorize: %w", err)
+	}
+	rec, err := s.recordGate(ctx, p, d)
+	if err != nil {
+		return GateResult{}, err
+	}
+	return GateResultOf(rec), nil
+}
+
+// decodeEvidence reads the evidence object; anything but an object (or
+// nothing) is EVIDENCE_INVALID.
+func decodeEvidence(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
+	}
+	var ev map[string]any
+	if raw[0] != '{' || json.Unmarshal(raw, &ev) != nil {
+		return nil, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "evidence must be a JSON object",
+			Hint: "send evidence as an object whose fields are the evidence_schema properties list_precondition_functions shows, e.g. {\"filing_license_verified\": true}",
+			Data: map[string]any{"field": "evidence"}}
+	}
+	return ev, nil
+}
+
+// recordGate stores a decision with its audit record in one durable write.
+func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Decision) (ladder.GateDecisionRecord, error) {
+	evidence, err := ladder.CanonicalJSON(RedactEvidence(d.Evidence))
+	if err != nil {
+		return ladder.GateDecisionRecord{}, fmt.Errorf("gate evidence: %w", err)
+	}
+	rec := ladder.GateDecisionRecord{
+		ID: ladder.NewID("gd"), Workspace: p.Workspace, KeyID: p.KeyID,
+		Case: d.Case, PreconditionFn: d.PreconditionFn, ActionID: d.CommitID,
+		GateState: d.GateState, ReasonCode: d.ReasonCode,
+		R: d.Scores.Relevance, C: d.Scores.Coverage, O: d.Scores.Ordering, Ro: d.Scores.Robustness, Q: d.Q,
+		RepairAttempts: d.RepairAttempts, VerifiableExt: d.VerifiableExt,
+		HumanReadable: gate.Redact(d.HumanReadable), Notes: gate.Redact(d.Notes),
+		Evidence: evidence, At: s.now().UTC().Truncate(time.Microsecond),
+	}
+	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditGateDecision, rec.ID, rec.At, map[string]any{
+		"case": rec.Case, "precondition_fn": rec.PreconditionFn, "action_id": rec.ActionID,
+		"gate_state": rec.GateState, "reason_code": rec.ReasonCode,
+		"R": rec.R, "C": rec.C, "O": rec.O, "Ro": rec.Ro, "Q": rec.Q,
+		"repair_attempts": rec.RepairAttempts, "verifiable_ext": rec.VerifiableExt,
+		"human_readable": rec.HumanReadable, "notes": rec.Notes, "evidence": rec.Evidence,
+	})
+	if err != nil {
+		return ladder.GateDecisionRecord{}, err
+	}
+	got, err := s.store.RecordGateDecision(ctx, rec, entry)
+	if err != nil {
+		// Nothing was recorded, so no verdict may be returned.
+		return ladder.GateDecisionRecord{}, gateStoreErr(err)
+	}
+	return got, nil
+}
+
+// gateStoreErr is storeErr for the gate: any failure to record a decision
+// is AUDIT_UNAVAILABLE, whatever the store's error.
+func gateStoreErr(err error) error {
+	e := storeErr("record gate decision", err)
+	var le *ladder.Error
+	if errors.As(e, &le) && le.Code == ladder.CodeAuditUnavailable {
+		return le
+	}
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the gate decision could not be written to the audit log, so no verdict is given", Hint: "treat the action as not authorized and retry shortly", Err: err}
+}
+
+// secretFields are evidence keys whose string values are secrets whatever
+// they look like.
+var secretFields = []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "private_key", "access_key", "credential"}
+
+func isSecretField(name string) bool {
+	n := strings.ToLower(name)
+	for _, f := range secretFields {
+		if strings.Contains(n, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactEvidence returns a copy of v with secrets masked: every string goes
+// through gate.Redact, and the string value of a field whose name says it
+// holds a secret (password, token, api_key, …) is replaced outright.
+func RedactEvidence(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, sub := range x {
+			if str, ok := sub.(string); ok && str != "" && isSecretField(k) {
+				out[k] = gate.Redacted
+				continue
+			}
+			out[k] = RedactEvidence(sub)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, sub := range x {
+			out[i] = RedactEvidence(sub)
+		}
+		return out
+	case string:
+		return gate.Redact(x)
+	}
+	return v
+}
+
+// GateHistoryRequest filters and pages gate_history_get.
+type GateHistoryRequest struct {
+	Case           string `json:"case,omitempty"`
+	PreconditionFn string `json:"precondition_fn,omitempty"`
+	ActionID       string `json:"action_id,omitempty"`
+	GateState      string `json:"gate_state,omitempty"`
+	Since          string `json:"since,omitempty"` // RFC 3339, inclusive
+	Until          string `json:"until,omitempty"` // RFC 3339, exclusive
+	Limit          int    `json:"limit,omitempty"`
+	Cursor         string `json:"cursor,omitempty"`
+}
+
+// GateHistoryPage is one page of gate history, newest first.
+type GateHistoryPage struct {
+	Workspace string       `json:"workspace"`
+	Decisions []GateResult `json:"decisions"`
+	// NextCursor continues after this page; empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+	// Sentence is the text content's first sentence.
+	Sentence string `json:"-"`
+}
+
+// cursorPrefix versions the cursor format.
+const cursorPrefix = "gh1:"
+
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
+		Hint: "pass next_cursor from the previous gate_history_get page unchanged, or leave cursor out to start from the newest decision",
+		Data: map[string]any{"field": "cursor"}}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, bad
+	}
+	digits, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if !ok {
+		return 0, bad
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || seq <= 0 || strconv.FormatInt(seq, 10) != digits {
+		return 0, bad
+	}
+	return seq, nil
+}
+
+// GateHistory lists the workspace's recorded gate decisions, newest first,
+// filtered and paged. It never writes.
+func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHistoryRequest) (GateHistoryPage, error) {
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultGateHistoryLimit
+	case limit < 1 || limit > MaxGateHistoryLimit:
+		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("limit %d is out of range 1–%d", req.Limit, MaxGateHistoryLimit),
+			Hint: fmt.Sprintf("send a limit from 1 to %d (default %d) and page on with next_cursor", MaxGateHistoryLimit, DefaultGateHistoryLimit), Data: map[string]any{"field": "limit"}}
+	}
+	switch req.GateState {
+	case "", gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman:
+	default:
+		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
+			Hint: "send one of PASS, ESCALATE, BYPASS_TO_HUMAN, or leave gate_state out", Data: map[string]any{"field": "gate_state", "allowed": []string{gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman}}}
+	}
+	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState, Limit: limit + 1}
+	for _, tf := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{{"since", req.Since, &q.Since}, {"until", req.Until, &q.Until}} {
+		if tf.in == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, tf.in)
+		if err != nil {
+			return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s %q is not an RFC 3339 time", tf.name, tf.in),
+				Hint: fmt.Sprintf("send %s like 2026-09-01T00:00:00Z", tf.name), Data: map[string]any{"field": tf.name}}
+		}
+		// Stored times are whole microseconds; rounding a bound up keeps
+		// "at ≥ since" and "at < until" exact for them.
+		if tr := t.Truncate(time.Microsecond); !tr.Equal(t) {
+			t = tr.Add(time.Microsecond)
+		}
+		*tf.out = t
+	}
+	if req.Cursor != "" {
+		seq, err := decodeCursor(req.Cursor)
+		if err != nil {
+			return GateHistoryPage{}, err
+		}
+		q.BeforeSeq = seq
+	}
+	recs, err := s.store.GateHistory(ctx, q)
+	if err != nil {
+		return GateHistoryPage{}, storeErr("gate history", err)
+	}
+	page := GateHistoryPage{Workspace: workspace, Decisions: make([]GateResult, 0, min(len(recs), limit))}
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.HasMore = true
+		page.NextCursor = encodeCursor(recs[len(recs)-1].Seq)
+	}
+	for _, r := range recs {
+		page.Decisions = append(page.Decisions, GateResultOf(r))
+	}
+	switch {
+	case len(recs) == 0:
+		page.Sentence = "No gate decisions match."
+	case page.HasMore:
+		page.Sentence = fmt.Sprintf("%s, newest first; more remain: call gate_history_get again with cursor %s", decisions(len(recs)), page.NextCursor)
+	default:
+		page.Sentence = fmt.Sprintf("%s, newest first; this is the last page.", decisions(len(recs)))
+	}
+	return page, nil
+}
+
+func decisions(n int) string {
+	if n == 1 {
+		return "1 gate decision"
+	}
+	return fmt.Sprintf("%d gate decisions", n)
+}

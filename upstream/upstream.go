@@ -1,0 +1,264 @@
+// Package upstream executes capability calls: an HTTP POST, a tool on an
+// upstream MCP server (over streamable HTTP, one reused session per
+// server), or nothing at all (record). Every call has an explicit timeout,
+// the caller's ladder key is never forwarded, and upstream credentials come
+// from the config's headers or from environment variables it names.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder"
+)
+
+// DefaultTimeout bounds a call whose executor declares none.
+const DefaultTimeout = 10 * time.Second
+
+// Request is one call to execute.
+type Request struct {
+	CallID         string            `json:"call_id"`
+	Workspace      string            `json:"workspace"`
+	Capability     string            `json:"capability"`
+	Payload        json.RawMessage   `json:"payload"`
+	Scope          map[string]string `json:"scope,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// Result is what the upstream answered.
+type Result struct {
+	Body   json.RawMessage // the upstream's JSON answer (or {"recorded": true})
+	Status int             // HTTP status, for http executors
+}
+
+// Executor runs capability calls. Pool is the implementation; tests may
+// substitute their own.
+type Executor interface {
+	Execute(ctx context.Context, x ladder.Executor, req Request) (Result, error)
+}
+
+// Pool executes calls and keeps one MCP session per upstream server.
+type Pool struct {
+	getenv func(string) string
+	log    *slog.Logger
+	http   *http.Client
+	// Rewrite maps an executor URL to the one to dial (the demo's "demo:"
+	// URLs to its in-process upstream). Nil leaves URLs as they are.
+	Rewrite func(url string) string
+
+	mu       sync.Mutex
+	sessions map[string]*sdk.ClientSession
+}
+
+// NewPool returns a pool. getenv resolves headers_from_env.
+func NewPool(getenv func(string) string, log *slog.Logger) *Pool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pool{getenv: getenv, log: log, sessions: map[string]*sdk.ClientSession{},
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}}
+}
+
+// Close ends the pool's MCP sessions.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, s := range p.sessions {
+		s.Close()
+		delete(p.sessions, k)
+	}
+	return nil
+}
+
+func (p *Pool) url(u string) string {
+	if p.Rewrite != nil {
+		return p.Rewrite(u)
+	}
+	return u
+}
+
+// headers returns the upstream headers of x: literal ones and those read
+// from the environment.
+func (p *Pool) headers(x ladder.Executor) http.Header {
+	h := http.Header{}
+	for k, v := range x.Headers {
+		h.Set(k, v)
+	}
+	for k, env := range x.HeadersFromEnv {
+		if p.getenv != nil {
+			if v := p.getenv(env); v != "" {
+				h.Set(k, v)
+			}
+		}
+	}
+	return h
+}
+
+// Execute runs req with x's executor under x's timeout.
+func (p *Pool) Execute(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
+	timeout := x.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		res Result
+		err error
+	)
+	switch x.Kind {
+	case ladder.ExecRecord, "":
+		return Result{Body: json.RawMessage(`{"recorded":true}`)}, nil
+	case ladder.ExecHTTP:
+		res, err = p.postHTTP(ctx, x, req)
+	case ladder.ExecMCP:
+		res, err = p.callMCP(ctx, x, req)
+	default:
+		return Result{}, fmt.Errorf("executor kind %q", x.Kind)
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return res, &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("the upstream did not answer within %s", timeout),
+			Hint: "nothing was retried; check the upstream, then call again with the same idempotency_key", Err: err}
+	}
+	return res, err
+}
+
+func upstreamFailed(status int, msg string, err error) *ladder.Error {
+	e := &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: msg, Hint: "the call was recorded as failed; fix the upstream or the payload, then call again", Err: err}
+	if status != 0 {
+		e.Data = map[string]any{"upstream_status": status}
+	}
+	return e
+}
+
+// postHTTP POSTs the call as JSON; a non-2xx answer is a failed call with
+// its status recorded.
+func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Result{}, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url(x.URL), bytes.NewReader(body))
+	if err != nil {
+		return Result{}, upstreamFailed(0, "the upstream URL is not valid", err)
+	}
+	hr.Header = p.headers(x)
+	hr.Header.Set("Content-Type", "application/json")
+	if req.IdempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	resp, err := p.http.Do(hr)
+	if err != nil {
+		return Result{}, upstreamFailed(0, "the upstream could not be reached", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, "the upstream's answer could not be read", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, fmt.Sprintf("the upstream answered HTTP %d", resp.StatusCode), errors.New(strings.TrimSpace(string(data))))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte(`{}`)
+	}
+	if !json.Valid(data) {
+		b, _ := json.Marshal(map[string]string{"text": string(data)})
+		data = b
+	}
+	return Result{Body: data, Status: resp.StatusCode}, nil
+}
+
+// headerTransport adds the executor's headers to every request of an MCP
+// session.
+type headerTransport struct{ h http.Header }
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// session returns the reused MCP session of an upstream server.
+func (p *Pool) session(ctx context.Context, x ladder.Executor) (*sdk.ClientSession, error) {
+	url := p.url(x.URL)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.sessions[url]; ok {
+		return s, nil
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
+	s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: headerTransport{p.headers(x)}}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.sessions[url] = s
+	return s, nil
+}
+
+func (p *Pool) dropSession(x ladder.Executor, s *sdk.ClientSession) {
+	url := p.url(x.URL)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sessions[url] == s {
+		delete(p.sessions, url)
+		s.Close()
+	}
+}
+
+// callMCP calls the executor's tool with the payload's fields and the
+// scope as arguments.
+func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
+	args := map[string]any{}
+	if len(req.Payload) > 0 {
+		if err := json.Unmarshal(req.Payload, &args); err != nil {
+			return Result{}, upstreamFailed(0, "the payload is not a JSON object", err)
+		}
+	}
+	for k, v := range req.Scope {
+		args[k] = v
+	}
+	s, err := p.session(ctx, x)
+	if err != nil {
+		return Result{}, upstreamFailed(0, "the upstream MCP server could not be reached", err)
+	}
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: x.Tool, Arguments: args})
+	if err != nil {
+		// A broken session is dropped so the next call reconnects; the call
+		// itself is not retried, since it may have run.
+		p.dropSession(x, s)
+		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s failed", x.Tool), err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	if res.IsError {
+		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s answered with an error: %s", x.Tool, strings.Join(texts, " ")), nil)
+	}
+	var body []byte
+	if res.StructuredContent != nil {
+		body, err = json.Marshal(res.StructuredContent)
+	} else {
+		body, err = json.Marshal(map[string]any{"text": strings.Join(texts, "\n")})
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Body: body}, nil
+}
