@@ -163,13 +163,13 @@ func IsToolError(err error) bool {
 }
 
 // toolError turns an isError result's text into a refusal. The text is
-// "sentence. Hint: hint" on ladder servers.
+// "CODE: sentence. Hint: hint" on ladder servers.
 func toolError(tool, text string) *ladder.Error {
 	msg, hint, _ := strings.Cut(text, " Hint: ")
 	code := ladder.CodeInvalidArgument
-	switch {
-	case strings.HasPrefix(msg, "Invalid arguments"):
-	case tool == "step_evidence" || tool == "route_item" || tool == "which_steps_run_alone":
+	if name, rest, ok := strings.Cut(msg, ": "); ok && name != "" && strings.ToUpper(name) == name && !strings.Contains(name, " ") {
+		code, msg = ladder.Code(name), rest
+	} else if !strings.HasPrefix(msg, "Invalid arguments") && (tool == "step_evidence" || tool == "route_item" || tool == "which_steps_run_alone") {
 		code = ladder.CodeStepNotFound
 	}
 	return &ladder.Error{Code: code, Message: strings.TrimSpace(msg), Hint: strings.TrimSpace(hint), Data: map[string]any{"tool_error": true, "tool": tool}}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/service"
 )
@@ -39,7 +40,15 @@ type Options struct {
 	BaseURL string
 	// Mounts are extra handlers (the MCP surface, the console) by pattern.
 	Mounts map[string]http.Handler
+	// MaxInFlight caps the requests served at once; one more is answered
+	// 503 OVERLOADED at once instead of queueing. 0 means
+	// DefaultMaxInFlight; a negative value turns the cap off. Health and
+	// metrics endpoints are not counted.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is the concurrency cap when Options.MaxInFlight is 0.
+const DefaultMaxInFlight = 256
 
 // Server is ladder's HTTP handler.
 type Server struct {
@@ -52,6 +61,8 @@ type Server struct {
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
+	inflight chan struct{} // nil: no cap
 }
 
 // New returns a Server with every route registered.
@@ -71,6 +82,13 @@ func New(opts Options) *Server {
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"route", "method"})
 	s.reg.MustRegister(s.requests, s.latency)
+	s.refusals = metrics.Refusals(s.reg)
+	switch {
+	case opts.MaxInFlight == 0:
+		s.inflight = make(chan struct{}, DefaultMaxInFlight)
+	case opts.MaxInFlight > 0:
+		s.inflight = make(chan struct{}, opts.MaxInFlight)
+	}
 
 	s.routes()
 	for pattern, h := range opts.Mounts {
@@ -152,6 +170,9 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 			return err
 		}
 		setLogKey(r, p.KeyID)
+		if err := s.svc.Admit(p); err != nil {
+			return err
+		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
 }
@@ -192,6 +213,7 @@ type errorBody struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := ladder.AsError(err)
 	info := e.Code.Info()
+	s.refusals.WithLabelValues("rest", string(e.Code)).Inc()
 	if e.Code == ladder.CodeInternal || e.Code == ladder.CodeAuditUnavailable {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
 	}
@@ -282,6 +304,17 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		r = r.WithContext(context.WithValue(r.Context(), logKeyCtx{}, sw))
+		if s.inflight != nil && !exempt(r.URL.Path) {
+			select {
+			case s.inflight <- struct{}{}:
+				defer func() { <-s.inflight }()
+			default:
+				s.writeError(sw, r, &ladder.Error{Code: ladder.CodeOverloaded, Message: "the server is serving as many requests as it may at once, so this one was not started",
+					Hint: "nothing was done; retry after a second", Data: map[string]any{"retry_after_seconds": 1}})
+				s.requests.WithLabelValues("overloaded", r.Method, strconv.Itoa(sw.status)).Inc()
+				return
+			}
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -310,6 +343,12 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// exempt reports whether path is a probe or metrics endpoint, which the
+// concurrency cap leaves alone so operators can see an overloaded server.
+func exempt(path string) bool {
+	return path == "/healthz" || path == "/readyz" || path == "/metrics"
 }
 
 // baseURLFor returns the server's public URL for links in responses.

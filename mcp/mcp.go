@@ -26,10 +26,12 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/service"
 )
@@ -62,6 +64,10 @@ type Options struct {
 	ToolNames string
 	// Version is reported as the server's implementation version.
 	Version string
+	// Registry receives ladder_refusals_total{surface="mcp"}; the REST
+	// server registers the same counter, so pass it the same registry. Nil
+	// keeps the counter unregistered.
+	Registry prometheus.Registerer
 }
 
 // Handler is the /mcp endpoint.
@@ -72,6 +78,8 @@ type Handler struct {
 	sdk     http.Handler
 	mu      sync.Mutex
 	servers map[string]*workspaceServer
+	// refusals counts every refusal the surface answers, by name.
+	refusals *prometheus.CounterVec
 }
 
 // workspaceServer is one workspace's SDK server and its tool names.
@@ -92,7 +100,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.ToolNames != NamesCanonical && opts.ToolNames != NamesPortable {
 		return nil, fmt.Errorf("mcp: tool names %q: use canonical or portable", opts.ToolNames)
 	}
-	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}}
+	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -154,26 +162,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		// Stateless: no GET stream and no session to DELETE.
 		w.Header().Set("Allow", "POST")
-		writeRPCError(w, http.StatusMethodNotAllowed, nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "use POST for MCP requests", Hint: "this server is stateless: POST each JSON-RPC request to /mcp"})
+		h.writeRPCError(w, http.StatusMethodNotAllowed, nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "use POST for MCP requests", Hint: "this server is stateless: POST each JSON-RPC request to /mcp"})
 		return
 	}
 	if err := h.checkOrigin(r); err != nil {
-		writeRPCError(w, http.StatusForbidden, nil, err)
+		h.writeRPCError(w, http.StatusForbidden, nil, err)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "BODY_TOO_LARGE", Hint: "send a request body of at most 1 MiB"})
+			h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "BODY_TOO_LARGE", Hint: "send a request body of at most 1 MiB"})
 			return
 		}
-		writeRPCError(w, http.StatusBadRequest, nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "could not read the body", Hint: "resend the request"})
+		h.writeRPCError(w, http.StatusBadRequest, nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "could not read the body", Hint: "resend the request"})
 		return
 	}
 	env, perr := parseEnvelope(body)
 	if perr != nil {
-		writeRPCError(w, http.StatusBadRequest, env.ID, perr)
+		h.writeRPCError(w, http.StatusBadRequest, env.ID, perr)
 		return
 	}
 	p, aerr := h.authenticate(r)
@@ -182,7 +190,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
 		}
-		writeRPCError(w, status, env.ID, aerr)
+		h.writeRPCError(w, status, env.ID, aerr)
+		return
+	}
+	if lerr := h.svc.Admit(p); lerr != nil {
+		e := ladder.AsError(lerr)
+		if ra, ok := e.Data["retry_after_seconds"]; ok {
+			w.Header().Set("Retry-After", fmt.Sprint(ra))
+		}
+		// 200 with a JSON-RPC error, so MCP clients hand the refusal and its
+		// data.retry_after_seconds to the agent.
+		h.writeRPCError(w, http.StatusOK, env.ID, e)
 		return
 	}
 	if env.Method == "tools/list" {
@@ -191,7 +209,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if env.Method == "tools/call" {
 		rewritten, cerr := h.checkToolCall(p, env, body)
 		if cerr != nil {
-			writeRPCError(w, http.StatusOK, env.ID, cerr)
+			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
 		}
 		body = rewritten
@@ -385,7 +403,8 @@ func rpcCode(e *ladder.Error) int {
 // writeRPCError writes a JSON-RPC error whose message and data.code are the
 // refusal name, echoing the request id (clients ignore an error whose id
 // is null).
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *ladder.Error) {
+func (h *Handler) writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *ladder.Error) {
+	h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}

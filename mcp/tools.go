@@ -195,7 +195,7 @@ func loadSchema(name string) map[string]any {
 // buildServer makes the SDK server of one workspace.
 func (h *Handler) buildServer(workspace string) *workspaceServer {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}, &sdk.ServerOptions{
-		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first; route_item before acting on an item; act only when the decision is act_alone.",
+		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first and route_item before acting on an item; act only when the decision is act_alone. Before an irreversible commit, call list_precondition_functions, then authorize, and act only on gate_state PASS. Capability tools run a call only when it is allowed; otherwise they return an approval_id to follow with approval_status.",
 		// Stateless, the SDK connects and closes a session per request and
 		// logs three Info lines for it; keep its warnings and errors only
 		// (BENCHMARKS.md, "MCP: governed route_item vs a bare go-sdk server").
@@ -245,11 +245,12 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 		text, structured, err := call(ctx, p, req.Params.Arguments)
 		if err != nil {
 			e := ladder.AsError(err)
+			h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
 			if e.Code == ladder.CodeInternal {
 				h.log.ErrorContext(ctx, "tool failed", "tool", name, "err", err)
 			}
 			if modelFixable[e.Code] {
-				msg := strings.TrimSpace(e.Message)
+				msg := string(e.Code) + ": " + strings.TrimSpace(e.Message)
 				if !strings.HasSuffix(msg, ".") {
 					msg += "."
 				}

@@ -336,6 +336,9 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 	now := s.now().UTC().Truncate(time.Microsecond)
 	ap.ID, ap.CreatedAt = ladder.NewID("ap"), now
 	if ap.Status == "" {
+		if err := s.checkPending(ctx, p, ap); err != nil {
+			return ladder.Approval{}, err
+		}
 		ap.Status = ladder.ApprovalPending
 		ap.ExpiresAt = now.Add(s.approvalTTL)
 	}

@@ -81,7 +81,7 @@ func (s *Service) CreateKey(ctx context.Context, actor string, req KeyRequest) (
 		exp := now.Add(req.ExpiresIn)
 		k.ExpiresAt = &exp
 	}
-	entry, err := ladder.NewAuditEntry(auditWorkspace(req.Workspace), actor, ladder.AuditKeyCreate, id, now, map[string]any{"key_id": id, "kind": req.Kind, "name": req.Name, "workspace": req.Workspace, "expires_at": k.ExpiresAt})
+	entry, err := ladder.NewAuditEntry(req.Workspace, actor, ladder.AuditKeyCreate, id, now, map[string]any{"key_id": id, "kind": req.Kind, "name": req.Name, "workspace": req.Workspace, "expires_at": k.ExpiresAt})
 	if err != nil {
 		return ladder.Key{}, "", err
 	}
@@ -90,9 +90,6 @@ func (s *Service) CreateKey(ctx context.Context, actor string, req KeyRequest) (
 	}
 	return k, token, nil
 }
-
-// auditWorkspace files records about the all-workspaces admin key under "*".
-func auditWorkspace(ws string) string { return ws }
 
 // ListKeys lists the keys of a workspace; "" or "*" lists every key.
 func (s *Service) ListKeys(ctx context.Context, workspace string) ([]ladder.Key, error) {
@@ -156,6 +153,11 @@ func (s *Service) Bootstrap(ctx context.Context, adminToken string) (string, err
 		return "", err
 	}
 	if err := s.store.CreateKey(ctx, k, entry); err != nil {
+		if adminToken != "" && errors.Is(err, ladder.ErrConflict) {
+			// Another replica starting at the same moment stored the same
+			// bootstrap key first.
+			return "", nil
+		}
 		return "", fmt.Errorf("create admin key: %w", err)
 	}
 	return token, nil

@@ -40,6 +40,14 @@ type Options struct {
 	// Gates are the compiled evidence gate cases of each workspace, by
 	// workspace id; a workspace without an entry has no gate cases.
 	Gates map[string]*gate.Gate
+
+	// RatePerSecond and RateBurst are the per-key token bucket Admit
+	// applies (server.rate_limit); zero turns the limit off.
+	RatePerSecond float64
+	RateBurst     int
+	// MaxPendingPerKey caps the approvals one key may have pending; 0 means
+	// DefaultMaxPendingPerKey and a negative value turns the cap off.
+	MaxPendingPerKey int
 }
 
 // Service is the application. It is safe for concurrent use.
@@ -56,6 +64,8 @@ type Service struct {
 	approvalTTL time.Duration
 	schemas     schemaCache
 	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
+	limits      limiters
+	maxPending  int
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -72,6 +82,14 @@ func New(opts Options) (*Service, error) {
 	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL
 	if s.approvalTTL <= 0 {
 		s.approvalTTL = 72 * time.Hour
+	}
+	s.limits.perSecond, s.limits.burst = opts.RatePerSecond, opts.RateBurst
+	if s.limits.burst < 1 {
+		s.limits.burst = max(1, int(opts.RatePerSecond))
+	}
+	s.maxPending = opts.MaxPendingPerKey
+	if s.maxPending == 0 {
+		s.maxPending = DefaultMaxPendingPerKey
 	}
 	s.macs.New = func() any { return hmac.New(sha256.New, s.auditSecret) }
 	if s.now == nil {

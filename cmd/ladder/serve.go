@@ -83,6 +83,8 @@ type serveOptions struct {
 	// openWorkspace serves that workspace's MCP tools without a key to
 	// loopback clients. For conformance testing only.
 	openWorkspace string
+	// maxInFlight caps concurrent requests (0: the default, 256).
+	maxInFlight int
 }
 
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
@@ -140,6 +142,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	baseURL := fs.String("base-url", "", "public URL of this server for links (default: from each request's Host)")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
+	maxInFlight := fs.Int("max-inflight", 256, "requests served at once; more are answered 503 OVERLOADED instead of queueing (negative: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 3}
 	}
@@ -171,7 +174,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if token != "" && e.getenv("LADDER_ADMIN_KEY") == "" {
 		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames})
+	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames, maxInFlight: *maxInFlight})
 }
 
 // expireLoop stores the expiry of pending approvals past their time, once

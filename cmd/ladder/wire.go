@@ -41,7 +41,7 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
 	}
 	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: secret, Logger: log, Gates: gates,
-		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL})
+		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst})
 	if err != nil {
 		return nil, err
 	}
@@ -54,12 +54,12 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 // newHandler builds the HTTP handler: REST, /mcp, health, metrics.
 func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handler, error) {
 	m, err := mcp.New(mcp.Options{Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
-		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version})
+		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg})
 	if err != nil {
 		return nil, err
 	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: map[string]http.Handler{"/mcp": m}}), nil
+		Mounts: map[string]http.Handler{"/mcp": m}, MaxInFlight: o.maxInFlight}), nil
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
@@ -58,6 +60,8 @@ type Env struct {
 	Upstream *demo.Upstream
 	// Keys maps "workspace/kind" to a token.
 	Keys map[string]string
+	// Registry holds the server's metrics (also served on /metrics).
+	Registry *prometheus.Registry
 }
 
 // Options tune Start.
@@ -70,6 +74,16 @@ type Options struct {
 	// double that fails some writes, say). Env.Store stays the unwrapped
 	// store.
 	WrapStore func(ladder.Store) ladder.Store
+	// RatePerSecond and RateBurst set the per-key rate limit (0: none).
+	RatePerSecond float64
+	RateBurst     int
+	// MaxPendingPerKey caps pending approvals per key (0: the default).
+	MaxPendingPerKey int
+	// MaxInFlight caps concurrent requests (0: the default).
+	MaxInFlight int
+	// Runner, when set, executes capability calls instead of the pool over
+	// the demo upstream.
+	Runner service.Runner
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -121,14 +135,20 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 	pool := upstream.NewPool(func(string) string { return "" }, nil)
 	pool.Rewrite = up.Resolve
 	t.Cleanup(func() { pool.Close() })
-	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: pool})
+	var runner service.Runner = pool
+	if opts.Runner != nil {
+		runner = opts.Runner
+	}
+	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
+		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.EnsureSteps(context.Background(), svc.InitialStates()); err != nil {
 		t.Fatal(err)
 	}
-	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace})
+	reg := prometheus.NewRegistry()
+	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +157,9 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m}}))
+	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m}, Registry: reg, MaxInFlight: opts.MaxInFlight}))
 	t.Cleanup(srv.Close)
-	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up}
+	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
 	for _, ws := range svc.WorkspaceIDs() {
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
 			_, tok, err := svc.CreateKey(context.Background(), "test", service.KeyRequest{Workspace: ws, Kind: kind})

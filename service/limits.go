@@ -1,0 +1,100 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ladderhq/ladder"
+)
+
+// DefaultMaxPendingPerKey caps the approvals one key may have waiting for a
+// person; a call that would create one more is refused with RATE_LIMITED.
+const DefaultMaxPendingPerKey = 100
+
+// limiters holds one token bucket per key id. It only ever holds keys that
+// authenticated, so it grows with the key table, not with hostile input.
+type limiters struct {
+	perSecond float64
+	burst     int
+	mu        sync.Mutex
+	m         map[string]*rate.Limiter
+}
+
+func (l *limiters) get(keyID string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
+	lim, ok := l.m[keyID]
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(l.perSecond), l.burst)
+		l.m[keyID] = lim
+	}
+	return lim
+}
+
+// Admit takes one token from the key's bucket (server.rate_limit) and
+// refuses with RATE_LIMITED, naming the seconds to wait in
+// data.retry_after_seconds, when the bucket is empty. Every surface calls it
+// right after authenticating a key. A zero rate turns the limit off.
+func (s *Service) Admit(p ladder.Principal) error {
+	if s.limits.perSecond <= 0 || p.KeyID == "" {
+		return nil
+	}
+	now := time.Now() // wall clock: a bucket refills in real time
+	r := s.limits.get(p.KeyID).ReserveN(now, 1)
+	if !r.OK() {
+		return rateLimited(1, "this key sends more requests than the rate limit allows")
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return rateLimited(int(math.Ceil(d.Seconds())), "this key sends more requests than the rate limit allows")
+	}
+	return nil
+}
+
+func rateLimited(seconds int, msg string) *ladder.Error {
+	if seconds < 1 {
+		seconds = 1
+	}
+	return &ladder.Error{Code: ladder.CodeRateLimited, Message: msg,
+		Hint: fmt.Sprintf("wait %d s (the Retry-After header, or data.retry_after_seconds over MCP) and send again; nothing was done", seconds),
+		Data: map[string]any{"retry_after_seconds": seconds}}
+}
+
+// checkPending refuses a call that would add one more pending approval for
+// a key that already has maxPending waiting. A retry of a call whose
+// approval is already pending (same capability and idempotency key) passes:
+// the store answers it with the existing approval.
+func (s *Service) checkPending(ctx context.Context, p ladder.Principal, ap ladder.Approval) error {
+	if s.maxPending <= 0 {
+		return nil
+	}
+	list, err := s.store.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: p.Workspace, Status: ladder.ApprovalPending, RequestedBy: p.KeyID, Limit: s.maxPending + 1})
+	if err != nil {
+		return storeErr("count pending approvals", err)
+	}
+	now := s.now()
+	n := 0
+	for _, a := range list {
+		if a.EffectiveStatus(now) != ladder.ApprovalPending {
+			continue
+		}
+		if ap.IdempotencyKey != "" && a.IdempotencyKey == ap.IdempotencyKey && a.Capability == ap.Capability {
+			return nil
+		}
+		n++
+	}
+	if n < s.maxPending {
+		return nil
+	}
+	return &ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("this key has %d approvals waiting for a person, the most it may have", s.maxPending),
+		Hint: "nothing was done and no approval was created; wait until people decide the pending ones (approval_status tells you), then call again",
+		Data: map[string]any{"retry_after_seconds": 60, "pending": n, "max_pending": s.maxPending}}
+}
