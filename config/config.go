@@ -410,3 +410,28 @@ func (w *Workspace) Domain() ladder.Workspace {
 	}
 	return d
 }
+
+// Parts are what the service is built from: the domain workspaces, each
+// step's lane rules (class defaults with the step's overrides) and each
+// workspace's compiled gate.
+type Parts struct {
+	Workspaces []ladder.Workspace
+	Rules      map[ladder.StepKey]rules.Thresholds
+	Gates      map[string]*gate.Gate
+}
+
+// Parts returns the configuration as the service takes it.
+func (c *Config) Parts() Parts {
+	p := Parts{Rules: map[ladder.StepKey]rules.Thresholds{}, Gates: map[string]*gate.Gate{}}
+	for i := range c.Workspaces {
+		w := &c.Workspaces[i]
+		p.Workspaces = append(p.Workspaces, w.Domain())
+		p.Gates[w.ID] = w.Gate()
+		for _, q := range w.Queues {
+			for _, s := range q.Steps {
+				p.Rules[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
+			}
+		}
+	}
+	return p
+}

@@ -31,7 +31,7 @@ func (s *Store) CreateKey(ctx context.Context, k ladder.Key, audit ladder.AuditE
 
 // GetKey returns the key with that id, or ErrNotFound.
 func (s *Store) GetKey(ctx context.Context, id string) (ladder.Key, error) {
-	k, err := scanKey(s.readers.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
+	k, err := scanKey(s.readRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
 	if err != nil {
 		return ladder.Key{}, fmt.Errorf("get key: %w", s.readErr(err))
 	}

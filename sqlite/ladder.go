@@ -67,7 +67,7 @@ func (w *wtx) getState(k ladder.StepKey) (ladder.StepState, error) {
 
 // GetStepState returns one step's state, or ErrNotFound.
 func (s *Store) GetStepState(ctx context.Context, k ladder.StepKey) (ladder.StepState, error) {
-	st, err := scanState(s.readers.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM step_states
+	st, err := scanState(s.readRow(ctx, `SELECT `+stateColumns+` FROM step_states
 		WHERE workspace = ? AND queue = ? AND step = ?`, k.Workspace, k.Queue, k.Step))
 	if err != nil {
 		return ladder.StepState{}, fmt.Errorf("get step state: %w", s.readErr(err))

@@ -62,6 +62,7 @@ type Store struct {
 	writer  *sql.DB
 	batch   *groupcommit.Batcher[*wtx]
 	closed  atomic.Bool
+	stmts   stmtCache
 }
 
 //go:embed migrations/*.sql
@@ -271,6 +272,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.batch.Close()
+	s.stmts.close()
 	werr := s.writer.Close()
 	rerr := s.readers.Close()
 	if err := errors.Join(werr, rerr); err != nil {

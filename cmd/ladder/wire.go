@@ -11,11 +11,9 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
-	"github.com/ladderhq/ladder/gate"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/postgres"
-	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/upstream"
 )
@@ -23,24 +21,12 @@ import (
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
 func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger) (*service.Service, error) {
-	var wss []ladder.Workspace
-	th := map[ladder.StepKey]rules.Thresholds{}
-	gates := map[string]*gate.Gate{}
-	for i := range cfg.Workspaces {
-		w := &cfg.Workspaces[i]
-		wss = append(wss, w.Domain())
-		gates[w.ID] = w.Gate()
-		for _, q := range w.Queues {
-			for _, s := range q.Steps {
-				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
-			}
-		}
-	}
+	parts := cfg.Parts()
 	secret, derived := cfg.Server.AuditSecret(getenv)
 	if derived {
 		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: wss, Rules: th, AuditSecret: secret, Logger: log, Gates: gates,
+	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst})
 	if err != nil {
 		return nil, err

@@ -19,10 +19,8 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
-	"github.com/ladderhq/ladder/gate"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
-	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 	"github.com/ladderhq/ladder/upstream"
@@ -110,19 +108,8 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var wss []ladder.Workspace
-	th := map[ladder.StepKey]rules.Thresholds{}
-	gates := map[string]*gate.Gate{}
-	for i := range cfg.Workspaces {
-		w := &cfg.Workspaces[i]
-		wss = append(wss, w.Domain())
-		gates[w.ID] = w.Gate()
-		for _, q := range w.Queues {
-			for _, s := range q.Steps {
-				th[ladder.StepKey{Workspace: w.ID, Queue: q.ID, Step: s.ID}] = rules.Defaults(s.Class).With(&s.Rules)
-			}
-		}
-	}
+	parts := cfg.Parts()
+	wss, th, gates := parts.Workspaces, parts.Rules, parts.Gates
 	var svcStore ladder.Store = st
 	if opts.WrapStore != nil {
 		svcStore = opts.WrapStore(st)
