@@ -31,7 +31,7 @@ func (h *Handler) capabilityTools(workspace string) []toolDef {
 		}
 		id := c.ID
 		out = append(out, toolDef{
-			name: name, title: c.Title, description: h.capabilityDescription(workspace, c, lanes),
+			name: name, alias: c.ID, title: c.Title, description: h.capabilityDescription(workspace, c, lanes),
 			inDoc: h.capabilitySchema(workspace, c), out: "capability_call.out", annotations: capabilityAnnotations(c),
 			call: func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
 				res, err := h.svc.CallCapability(ctx, p, id, args)

@@ -178,3 +178,29 @@ func TestProtocolVersions(t *testing.T) {
 		}
 	})
 }
+
+// TestPortableToolNames: --tool-names portable lists ticket6_readLedger,
+// and calls accept both spellings.
+func TestPortableToolNames(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{ToolNames: "portable"})
+	cs := connect(t, e.Server.URL, e.Keys["partner-programs/agent"])
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	all := strings.Join(names, ",")
+	if !strings.Contains(all, "ticket6_readLedger") || strings.Contains(all, "ticket6:readLedger") {
+		t.Fatalf("portable listing: %v", names)
+	}
+	args := map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1"}
+	for _, name := range []string{"ticket6_readLedger", "ticket6:readLedger"} {
+		r, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil || r.IsError {
+			t.Fatalf("call %s: %v %+v", name, err, r)
+		}
+	}
+}

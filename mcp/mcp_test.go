@@ -43,15 +43,17 @@ func call(id any, tool string, args any) json.RawMessage {
 
 // volatile parts of answers: random ids and times.
 var (
-	idRE   = regexp.MustCompile(`\b(rt|rv|lc|oc|ap|gd)_[a-z2-7]{16}\b`)
+	idRE   = regexp.MustCompile(`\b(rt|rv|lc|oc|ap|gd|cl)_[a-z2-7]{16}\b`)
 	keyRE  = regexp.MustCompile(`"(actor|reviewer)":"[a-z2-7]{13}"`)
-	timeRE = regexp.MustCompile(`"(at)":"[0-9T:.Z-]+"`)
+	timeRE = regexp.MustCompile(`"(at|created_at|expires_at)":"[0-9T:.Z-]+"`)
+	seqRE  = regexp.MustCompile(`"audit_seq":[0-9]+`)
 )
 
 func normalize(b []byte) []byte {
 	b = idRE.ReplaceAll(b, []byte("${1}_ID"))
 	b = keyRE.ReplaceAll(b, []byte(`"$1":"KEY_ID"`))
 	b = timeRE.ReplaceAll(b, []byte(`"$1":"TIME"`))
+	b = seqRE.ReplaceAll(b, []byte(`"audit_seq":0`))
 	var v any
 	if json.Unmarshal(b, &v) != nil {
 		return b
@@ -68,6 +70,14 @@ var transcripts = map[string][]exchange{
 		{Name: "which_steps_run_alone", Key: "vantrow-bills/agent", Request: call(2, "which_steps_run_alone", map[string]any{})},
 		{Name: "route_item", Key: "vantrow-bills/agent", Request: call(3, "route_item", map[string]any{"step": "post_tms", "item": "BILL-2026-00042"})},
 		{Name: "step_evidence for an unknown step", Key: "vantrow-bills/agent", Request: call(4, "step_evidence", map[string]any{"step": "Check the fuel surcharge"})},
+	},
+	"seed004": {
+		{Name: "tools/call ticket6:readLedger with this workspace's scope (the seed 004 example)", Key: "partner-programs/agent", Request: call(2, "ticket6:readLedger", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}})},
+		{Name: "the same call with another workspace's program", Key: "partner-programs/agent", Request: call(3, "ticket6:readLedger", map[string]any{"program": "partner-2031", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}})},
+		{Name: "the same call with a program that exists nowhere", Key: "partner-programs/agent", Request: call(4, "ticket6:readLedger", map[string]any{"program": "no-such-program", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}})},
+		{Name: "a human gate creates an approval and runs nothing", Key: "partner-programs/agent", Request: call(5, "ticket6:approveCommission", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{"commission_id": "c-1"}})},
+		{Name: "a capability declared but not served", Key: "partner-programs/agent", Request: call(6, "ticket7:recordPayoutReceipt", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}})},
+		{Name: "the portable name of a capability is accepted", Key: "partner-programs/agent", Request: call(7, "ticket6_readLedger", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1"})},
 	},
 	"errors": {
 		{Name: "no key", Key: "", Request: rpc(10, "tools/list", nil)},

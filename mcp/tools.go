@@ -25,6 +25,9 @@ type toolDef struct {
 	title       string
 	description string
 	in, out     string // schema file names under schemas/, without .json
+	// alias is another name calls may use (a capability's canonical id
+	// when tools are listed by their portable names).
+	alias string
 	// inDoc, when set, is the whole input schema (capability tools
 	// generate theirs from the config); in is then ignored.
 	inDoc map[string]any
@@ -266,5 +269,8 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 	ws.names[name] = name
 	if alt := portable(name); alt != name {
 		ws.names[alt] = name
+	}
+	if t.alias != "" {
+		ws.names[t.alias] = name
 	}
 }
