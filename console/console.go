@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"embed"
 	"errors"
-	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -27,7 +26,7 @@ import (
 	"github.com/ladderhq/ladder/service"
 )
 
-//go:embed assets
+//go:embed all:assets
 var assets embed.FS
 
 // SecretEnv is the environment variable holding the session secret.

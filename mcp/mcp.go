@@ -26,9 +26,9 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/metrics"
@@ -211,6 +211,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if cerr != nil {
 			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
+		}
+		if len(rewritten) != len(body) || !bytes.Equal(rewritten, body) {
+			// The 2026-07-28 transport repeats the tool name in Mcp-Name;
+			// keep it equal to the rewritten body.
+			if r.Header.Get("Mcp-Name") != "" {
+				var cp struct {
+					Params callParams `json:"params"`
+				}
+				if json.Unmarshal(rewritten, &cp) == nil {
+					r.Header.Set("Mcp-Name", cp.Params.Name)
+				}
+			}
 		}
 		body = rewritten
 	}

@@ -30,6 +30,8 @@ type stack struct {
 	svc   *service.Service
 	pool  *upstream.Pool
 	log   *slog.Logger
+	// getenv is the environment the command was given.
+	getenv func(string) string
 }
 
 func (s *stack) Close() error {
@@ -67,7 +69,7 @@ func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(s
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log}, nil
+	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log, getenv: getenv}, nil
 }
 
 // serveOptions are the flags serve and demo share.
@@ -105,14 +107,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(st.log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
 	if o.ready != nil {
 		o.ready(url)
@@ -132,6 +127,21 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// newHTTPServer returns the server with every timeout set, so a slow or
+// silent client cannot hold a connection open: headers in 5 s, the whole
+// request in 30 s, the answer in 60 s, an idle keep-alive for 120 s.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 func cmdServe(ctx context.Context, e env, args []string) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/console"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/postgres"
@@ -45,7 +46,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		return nil, err
 	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: map[string]http.Handler{"/mcp": m}, MaxInFlight: o.maxInFlight}), nil
+		Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}, MaxInFlight: o.maxInFlight}), nil
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/console"
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
@@ -79,6 +80,8 @@ type Options struct {
 	MaxPendingPerKey int
 	// MaxInFlight caps concurrent requests (0: the default).
 	MaxInFlight int
+	// DBPath is the SQLite file (default: a new file in t.TempDir()).
+	DBPath string
 	// Runner, when set, executes capability calls instead of the pool over
 	// the demo upstream.
 	Runner service.Runner
@@ -103,7 +106,11 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 		t.Fatalf("config: %v", err)
 	}
 	clock := &Clock{t: time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ladder.db"), sqlite.Options{Now: clock.Now})
+	dbPath := opts.DBPath
+	if dbPath == "" {
+		dbPath = filepath.Join(t.TempDir(), "ladder.db")
+	}
+	st, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +151,7 @@ func StartWith(t *testing.T, yaml string, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m}, Registry: reg, MaxInFlight: opts.MaxInFlight}))
+	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight}))
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
 	for _, ws := range svc.WorkspaceIDs() {

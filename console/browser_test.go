@@ -1,0 +1,198 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// ScreenshotsEnv names the folder the browser test saves its screenshots
+// to; unset, none are saved.
+const ScreenshotsEnv = "LADDER_SCREENSHOTS"
+
+// chromium finds a Chromium to drive, or "".
+func chromium() string {
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestBrowser drives the console in headless Chromium on the seeded demo:
+// sign in, approve, edit and approve, reject, review an audit, pin a lane,
+// and check the step page against the evidence API.
+func TestBrowser(t *testing.T) {
+	exe := chromium()
+	if exe == "" {
+		t.Skip("no Chromium installed (apt-get install -y chromium): the console browser test is skipped")
+	}
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	e := seeded(t)
+	first := requestApproval(t, e, "B-1001")
+	e.Clock.Advance(time.Second)
+	second := requestApproval(t, e, "B-1002")
+	e.Clock.Advance(time.Second)
+	third := requestApproval(t, e, "B-1003")
+	e.Clock.Advance(time.Second)
+	audit := sampledAudit(t, e, "BILL-B")
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 800),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if dir == "" {
+				return nil
+			}
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
+	base := e.Server.URL
+	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+
+	run("sign in",
+		chromedp.Navigate(base+"/console/inbox"),
+		chromedp.WaitVisible(chromedp.ID("#key")),
+		shot("01-signin"),
+		chromedp.SendKeys(chromedp.ID("#key"), e.Keys[ws+"/human"]),
+		chromedp.Submit(chromedp.ID("#key")),
+		chromedp.WaitVisible(chromedp.ID("#item-"+first)),
+		shot("02-inbox"),
+	)
+	run("approve",
+		chromedp.Click(chromedp.CSS(`#item-`+first+` form[action$="/approve"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash")),
+		chromedp.WaitNotPresent(chromedp.ID("#item-"+first)),
+	)
+	run("edit then approve",
+		chromedp.Navigate(base+"/console/approvals/"+second),
+		chromedp.WaitVisible(chromedp.ID("#f-linehaul_usd")),
+		chromedp.SetValue(chromedp.ID("#f-linehaul_usd"), "1700"),
+		shot("03-approval-edit"),
+		chromedp.Click(chromedp.CSS(`#edit button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash")),
+		chromedp.WaitNotPresent(chromedp.ID("#item-"+second)),
+	)
+	run("reject",
+		chromedp.SendKeys(chromedp.ID("#reason-"+third), "the rate confirmation says otherwise"),
+		chromedp.Click(chromedp.CSS(`#item-`+third+` form.reject button`)),
+		chromedp.WaitNotPresent(chromedp.ID("#item-"+third)),
+		shot("04-inbox-after"),
+	)
+	run("review an audit",
+		chromedp.Navigate(base+"/console/routes/"+audit),
+		chromedp.WaitVisible(chromedp.ID("#v-agree-"+audit)),
+		chromedp.Click(chromedp.ID("#v-agree-"+audit)),
+		shot("05-audit"),
+		chromedp.Click(chromedp.CSS(`form.review button[type="submit"]`)),
+		chromedp.WaitNotPresent(chromedp.ID("#item-"+audit)),
+		chromedp.WaitVisible(chromedp.CSS(".flash")),
+	)
+	run("pin a lane",
+		chromedp.Navigate(base+"/console/steps/bills/match_load"),
+		chromedp.WaitVisible(chromedp.ID("#pin-reason")),
+		chromedp.SetValue(chromedp.ID("#pin-lane"), "shadow"),
+		chromedp.SendKeys(chromedp.ID("#pin-reason"), "new carrier onboarding: watch it in shadow"),
+		chromedp.Click(chromedp.CSS(`form.pin button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("#unpin-reason")),
+	)
+
+	// The step page's numbers equal the evidence API's.
+	var lane, rate, n, acc, lo, hi, opErr, outcome string
+	text := func(dst *string, sel string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			v, err := chromedp.TextContent(chromedp.CSS(sel))(ctx, tg)
+			*dst = v
+			return err
+		})
+	}
+	run("step page",
+		chromedp.Navigate(base+"/console/steps/bills/read_bill"),
+		chromedp.WaitVisible(chromedp.ID("rolling-4")),
+		text(&lane, "#lane"), text(&rate, "#audit-rate"),
+		text(&n, "#rolling-4 .n"), text(&acc, "#rolling-4 .accuracy"), text(&lo, "#rolling-4 .lower"), text(&hi, "#rolling-4 .upper"),
+		text(&opErr, "#operator-error"), text(&outcome, "#outcome-state"),
+		shot("06-step"),
+	)
+	ev := e.Do("GET", "/v1/steps/bills/read_bill/evidence", e.Keys[ws+"/human"], nil)
+	figs := ev.Body["figures"].(map[string]any)
+	r4 := figs["rolling_4"].(map[string]any)
+	oe := figs["operator_error"].(map[string]any)
+	four := func(v any) string {
+		if v == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.4f", v.(float64))
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"lane", lane, strings.ReplaceAll(ev.Body["lane"].(string), "_", " ")},
+		{"audit rate", rate, fmt.Sprintf("%.4g", ev.Body["audit_rate"].(float64))},
+		{"rolling-4 n", n, fmt.Sprint(r4["n"])},
+		{"rolling-4 accuracy", acc, four(r4["accuracy"])},
+		{"rolling-4 lower", lo, four(r4["wilson_lower"])},
+		{"rolling-4 upper", hi, four(r4["wilson_upper"])},
+		{"operator error", opErr, four(oe["rate"])},
+		{"outcome test", outcome, ev.Body["outcome_test"].(map[string]any)["state"].(string)},
+	} {
+		if strings.TrimSpace(c.got) != c.want {
+			t.Errorf("%s: page %q, API %q", c.name, c.got, c.want)
+		}
+	}
+	run("other pages",
+		chromedp.Navigate(base+"/console/steps"), chromedp.WaitVisible(chromedp.CSS("table.steps")), shot("07-steps"),
+		chromedp.Navigate(base+"/console/gate"), chromedp.WaitVisible(chromedp.CSS("h1")), shot("08-gate"),
+		chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.ID("#chain")), shot("09-audit"),
+	)
+
+	// What the browser did is what the API reports.
+	for id, want := range map[string]string{first: "approved", second: "approved", third: "rejected"} {
+		if v := e.Do("GET", "/v1/approvals/"+id, e.Keys[ws+"/human"], nil); v.Body["status"] != want {
+			t.Errorf("approval %s: %v, want %s", id, v.Body["status"], want)
+		}
+	}
+	if v := e.Do("GET", "/v1/approvals/"+second, e.Keys[ws+"/human"], nil); !strings.Contains(fmt.Sprint(v.Body["edited_payload"]), "1700") {
+		t.Errorf("edited payload: %v", v.Body["edited_payload"])
+	}
+	pk := e.Do("GET", "/v1/steps/bills/match_load/evidence", e.Keys[ws+"/human"], nil)
+	if pk.Body["lane"] != "shadow" || pk.Body["pinned"] != true {
+		t.Errorf("match_load after pin: %v pinned %v", pk.Body["lane"], pk.Body["pinned"])
+	}
+}

@@ -1,0 +1,395 @@
+// Package faultstore wraps a ladder.Store and makes it fail on command: the
+// store going away, turning read-only, running out of space, or hanging.
+// Tests use it to prove that ladder refuses with AUDIT_UNAVAILABLE, runs
+// nothing, reports not ready, and resumes by itself when the fault clears.
+package faultstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ladderhq/ladder"
+)
+
+// The faults a Store can inject. Each wraps ladder.ErrUnavailable, as the
+// real stores do when the database cannot durably write.
+var (
+	ErrDown     = fmt.Errorf("database went away: %w", ladder.ErrUnavailable)
+	ErrReadOnly = fmt.Errorf("attempt to write a readonly database: %w", ladder.ErrUnavailable)
+	ErrDiskFull = fmt.Errorf("database or disk is full: %w", ladder.ErrUnavailable)
+)
+
+// Store is a ladder.Store that passes every call to the wrapped store
+// unless a fault is set.
+type Store struct {
+	next ladder.Store
+
+	mu       sync.Mutex
+	writeErr error         // writes fail with it
+	readErr  error         // reads fail with it
+	hang     chan struct{} // non-nil: every call waits until it is closed or ctx ends
+	refusedW atomic.Int64
+	refusedR atomic.Int64
+	passedW  atomic.Int64
+	hung     atomic.Int64
+}
+
+var _ ladder.Store = (*Store)(nil)
+
+// New wraps next.
+func New(next ladder.Store) *Store { return &Store{next: next} }
+
+// FailWrites makes every write (and Ping) fail with err; nil clears it.
+func (s *Store) FailWrites(err error) {
+	s.mu.Lock()
+	s.writeErr = err
+	s.mu.Unlock()
+}
+
+// FailReads makes every read (and Ping) fail with err; nil clears it.
+func (s *Store) FailReads(err error) {
+	s.mu.Lock()
+	s.readErr = err
+	s.mu.Unlock()
+}
+
+// FailAll makes every call fail with err; nil clears both faults.
+func (s *Store) FailAll(err error) {
+	s.FailWrites(err)
+	s.FailReads(err)
+}
+
+// Hang makes every call wait until the returned release function is called
+// (or the call's context ends, when it fails with the context's error).
+func (s *Store) Hang() (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.hang = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.hang == ch {
+				s.hang = nil
+			}
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// RefusedWrites returns how many writes the fault refused.
+func (s *Store) RefusedWrites() int64 { return s.refusedW.Load() }
+
+// Hung returns how many calls are waiting on Hang right now.
+func (s *Store) Hung() int64 { return s.hung.Load() }
+
+// PassedWrites returns how many writes reached the wrapped store.
+func (s *Store) PassedWrites() int64 { return s.passedW.Load() }
+
+func (s *Store) wait(ctx context.Context) error {
+	s.mu.Lock()
+	ch := s.hang
+	s.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	s.hung.Add(1)
+	defer s.hung.Add(-1)
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("store hung: %w", errors.Join(ctx.Err(), ladder.ErrUnavailable))
+	}
+}
+
+func (s *Store) write(ctx context.Context) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err := s.writeErr
+	s.mu.Unlock()
+	if err != nil {
+		s.refusedW.Add(1)
+		return err
+	}
+	s.passedW.Add(1)
+	return nil
+}
+
+func (s *Store) read(ctx context.Context) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err := s.readErr
+	s.mu.Unlock()
+	if err != nil {
+		s.refusedR.Add(1)
+	}
+	return err
+}
+
+// Ping fails while any fault is set, so /readyz reports not ready.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err := errors.Join(s.writeErr, s.readErr)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.next.Ping(ctx)
+}
+
+// Close closes the wrapped store.
+func (s *Store) Close() error { return s.next.Close() }
+
+// CreateKey implements ladder.Store.
+func (s *Store) CreateKey(ctx context.Context, k ladder.Key, a ladder.AuditEntry) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.CreateKey(ctx, k, a)
+}
+
+// GetKey implements ladder.Store.
+func (s *Store) GetKey(ctx context.Context, id string) (ladder.Key, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Key{}, err
+	}
+	return s.next.GetKey(ctx, id)
+}
+
+// ListKeys implements ladder.Store.
+func (s *Store) ListKeys(ctx context.Context, ws string) ([]ladder.Key, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.ListKeys(ctx, ws)
+}
+
+// RevokeKey implements ladder.Store.
+func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time, a ladder.AuditEntry) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.RevokeKey(ctx, id, at, a)
+}
+
+// CountKeys implements ladder.Store.
+func (s *Store) CountKeys(ctx context.Context) (int, error) {
+	if err := s.read(ctx); err != nil {
+		return 0, err
+	}
+	return s.next.CountKeys(ctx)
+}
+
+// AppendAudit implements ladder.Store.
+func (s *Store) AppendAudit(ctx context.Context, e ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+	if err := s.write(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.AppendAudit(ctx, e...)
+}
+
+// ListAudit implements ladder.Store.
+func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.ListAudit(ctx, q)
+}
+
+// WalkAudit implements ladder.Store.
+func (s *Store) WalkAudit(ctx context.Context, after int64, fn func(ladder.AuditRecord) error) error {
+	if err := s.read(ctx); err != nil {
+		return err
+	}
+	return s.next.WalkAudit(ctx, after, fn)
+}
+
+// EnsureSteps implements ladder.Store.
+func (s *Store) EnsureSteps(ctx context.Context, st []ladder.StepState) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.EnsureSteps(ctx, st)
+}
+
+// GetStepState implements ladder.Store.
+func (s *Store) GetStepState(ctx context.Context, k ladder.StepKey) (ladder.StepState, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.StepState{}, err
+	}
+	return s.next.GetStepState(ctx, k)
+}
+
+// ListStepStates implements ladder.Store.
+func (s *Store) ListStepStates(ctx context.Context, ws string) ([]ladder.StepState, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.ListStepStates(ctx, ws)
+}
+
+// RecordRoute implements ladder.Store.
+func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, a ladder.AuditEntry) (ladder.Route, bool, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Route{}, false, err
+	}
+	return s.next.RecordRoute(ctx, r, a)
+}
+
+// GetRoute implements ladder.Store.
+func (s *Store) GetRoute(ctx context.Context, ws, id string) (ladder.Route, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Route{}, err
+	}
+	return s.next.GetRoute(ctx, ws, id)
+}
+
+// RecordReview implements ladder.Store.
+func (s *Store) RecordReview(ctx context.Context, w ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.StepState{}, nil, err
+	}
+	return s.next.RecordReview(ctx, w)
+}
+
+// SetLane implements ladder.Store.
+func (s *Store) SetLane(ctx context.Context, w ladder.LaneWrite) (ladder.StepState, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.StepState{}, err
+	}
+	return s.next.SetLane(ctx, w)
+}
+
+// WeekAggs implements ladder.Store.
+func (s *Store) WeekAggs(ctx context.Context, k ladder.StepKey) ([]ladder.WeekAgg, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.WeekAggs(ctx, k)
+}
+
+// LaneChanges implements ladder.Store.
+func (s *Store) LaneChanges(ctx context.Context, k ladder.StepKey) ([]ladder.LaneChange, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.LaneChanges(ctx, k)
+}
+
+// Reviews implements ladder.Store.
+func (s *Store) Reviews(ctx context.Context, q ladder.ReviewQuery) ([]ladder.Review, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.Reviews(ctx, q)
+}
+
+// RecordOutcome implements ladder.Store.
+func (s *Store) RecordOutcome(ctx context.Context, o ladder.Outcome, a ladder.AuditEntry) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.RecordOutcome(ctx, o, a)
+}
+
+// OutcomeCounts implements ladder.Store.
+func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.OutcomeCounts, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.OutcomeCounts{}, err
+	}
+	return s.next.OutcomeCounts(ctx, k)
+}
+
+// ImportHistory implements ladder.Store.
+func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.ImportHistory(ctx, h)
+}
+
+// RecordGateDecision implements ladder.Store.
+func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, a ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.GateDecisionRecord{}, err
+	}
+	return s.next.RecordGateDecision(ctx, d, a)
+}
+
+// GateHistory implements ladder.Store.
+func (s *Store) GateHistory(ctx context.Context, q ladder.GateHistoryQuery) ([]ladder.GateDecisionRecord, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.GateHistory(ctx, q)
+}
+
+// CreateApproval implements ladder.Store.
+func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, e ladder.AuditEntry) (ladder.Approval, bool, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Approval{}, false, err
+	}
+	return s.next.CreateApproval(ctx, a, e)
+}
+
+// GetApproval implements ladder.Store.
+func (s *Store) GetApproval(ctx context.Context, ws, id string) (ladder.Approval, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Approval{}, err
+	}
+	return s.next.GetApproval(ctx, ws, id)
+}
+
+// ListApprovals implements ladder.Store.
+func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.ListApprovals(ctx, q)
+}
+
+// UpdateApproval implements ladder.Store.
+func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladder.ApprovalStatus, e []ladder.AuditEntry) (ladder.Approval, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Approval{}, err
+	}
+	return s.next.UpdateApproval(ctx, a, from, e)
+}
+
+// BeginCall implements ladder.Store.
+func (s *Store) BeginCall(ctx context.Context, c ladder.Call, a ladder.AuditEntry) (ladder.Call, bool, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Call{}, false, err
+	}
+	return s.next.BeginCall(ctx, c, a)
+}
+
+// FinishCall implements ladder.Store.
+func (s *Store) FinishCall(ctx context.Context, c ladder.Call, a ladder.AuditEntry) (ladder.Call, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Call{}, err
+	}
+	return s.next.FinishCall(ctx, c, a)
+}
+
+// GetCall implements ladder.Store.
+func (s *Store) GetCall(ctx context.Context, ws, id string) (ladder.Call, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Call{}, err
+	}
+	return s.next.GetCall(ctx, ws, id)
+}
