@@ -165,7 +165,7 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 		t.Fatalf("demo --print-config: %v", err)
 	}
 	// One agent key sends 64 calls at once: lift its rate limit.
-	cfgText := strings.Replace(string(out), "per_second: 20\n    burst: 40", "per_second: 100000\n    burst: 100000", 1)
+	cfgText := strings.Replace(string(out), "per_second: 5000\n    burst: 10000", "per_second: 100000\n    burst: 100000", 1)
 	if cfgText == string(out) {
 		t.Fatal("the demo config's rate_limit block moved; update the crash test")
 	}
