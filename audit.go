@@ -25,6 +25,12 @@ const (
 	AuditCallResult   = "capability.result"
 	AuditApproval     = "approval"
 	AuditServerStart  = "server.start"
+	// AuditToolDefinitions holds, per workspace and per start, the hash of
+	// every capability definition the config declared.
+	AuditToolDefinitions = "tool.definitions"
+	// AuditToolDefinitionChanged records a capability whose definition
+	// differs from the one the previous start recorded.
+	AuditToolDefinitionChanged = "tool.definition.changed"
 )
 
 // AuditEntry is what a caller asks the audit log to record. The store adds

@@ -119,6 +119,10 @@ func startCapEnv(t *testing.T) capEnv {
 			return
 		}
 		calls.Add(1)
+		// The caller's ladder key must never reach an upstream.
+		if a := r.Header.Get("Authorization"); strings.Contains(a, "ldr_") {
+			t.Errorf("the upstream received the caller's key: %q", a)
+		}
 		w.Write([]byte(`{"done":true}`))
 	}))
 	t.Cleanup(flaky.Close)

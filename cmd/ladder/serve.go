@@ -94,6 +94,9 @@ type serveOptions struct {
 func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := checkToolDefinitions(ctx, st, reg); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/console"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
@@ -36,6 +37,20 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 		return nil, err
 	}
 	return svc, nil
+}
+
+// checkToolDefinitions compares every capability's definition with the one
+// the previous start recorded; each change is logged, counted in
+// ladder_tool_definition_changes_total and written to the audit log.
+func checkToolDefinitions(ctx context.Context, st *stack, reg prometheus.Registerer) error {
+	changes := metrics.ToolDefinitionChanges(reg)
+	_, err := st.svc.CheckToolDefinitions(ctx, func(c service.ToolDefinitionChange) {
+		changes.WithLabelValues(c.Workspace, c.Capability, c.Change).Inc()
+	})
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	return nil
 }
 
 // newHandler builds the HTTP handler: REST, /mcp, health, metrics.

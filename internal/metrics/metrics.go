@@ -16,6 +16,12 @@ func Refusals(reg prometheus.Registerer) *prometheus.CounterVec {
 		Name: "ladder_refusals_total",
 		Help: "Refused requests by surface (rest, mcp) and refusal name (AUDIT_UNAVAILABLE, RATE_LIMITED, OVERLOADED, ...).",
 	}, []string{"surface", "code"})
+	return register(reg, c)
+}
+
+// register registers c with reg, or returns the counter of the same name
+// reg already holds.
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
 	if reg == nil {
 		return c
 	}
@@ -29,4 +35,14 @@ func Refusals(reg prometheus.Registerer) *prometheus.CounterVec {
 		panic(err)
 	}
 	return c
+}
+
+// ToolDefinitionChanges returns the counter
+// ladder_tool_definition_changes_total{workspace, capability, change} of reg,
+// registering it on first use. A nil reg gets an unregistered counter.
+func ToolDefinitionChanges(reg prometheus.Registerer) *prometheus.CounterVec {
+	return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ladder_tool_definition_changes_total",
+		Help: "Capability definitions found changed, added or removed since the previous start, by workspace, capability and change.",
+	}, []string{"workspace", "capability", "change"}))
 }
