@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/gate"
 )
 
 // ApprovalView is an approval as an API answer: its stored fields with the
@@ -22,6 +23,16 @@ type ApprovalView struct {
 }
 
 func (s *Service) view(a ladder.Approval) ApprovalView {
+	// The stored evidence stays as the agent sent it (approving re-runs the
+	// gate on it); what is shown has its secrets masked (DESIGN.md §8).
+	if len(a.Evidence) > 0 {
+		var v any
+		if json.Unmarshal(a.Evidence, &v) == nil {
+			if red, err := ladder.CanonicalJSON(RedactEvidence(v)); err == nil {
+				a.Evidence = red
+			}
+		}
+	}
 	return ApprovalView{Approval: a, Status: a.EffectiveStatus(s.now())}
 }
 
@@ -201,6 +212,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 // Reject closes an approval without running anything. A step-tied
 // proposal's rejection is also a review (disagree).
 func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
 		return ApprovalView{}, argError("reason", "is required", "say why the request is rejected; the agent and the audit log see it")
 	}
@@ -237,6 +249,7 @@ func (s *Service) decideErr(id string, err error) error {
 // APPROVAL_CLOSED. A step-tied proposal's approval is also a review
 // (unchanged = agree, edited = disagree).
 func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	a, err := s.pendingFor(ctx, p, id)
 	if err != nil {
 		return ApprovalView{}, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/rules"
 	"github.com/ladderhq/ladder/stats"
 )
@@ -171,6 +172,7 @@ type ReviewResult struct {
 // Review records a person's verdict on a route, updates the week's
 // aggregates and re-evaluates the step's lane in the same transaction.
 func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string, req ReviewRequest) (ReviewResult, error) {
+	req.Note = gate.Redact(req.Note) // DESIGN.md §8: secrets in notes never reach the log or a response
 	v := ladder.Verdict(req.Verdict)
 	if v != ladder.VerdictAgree && v != ladder.VerdictDisagree {
 		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
@@ -345,6 +347,7 @@ type PinRequest struct {
 // Pin sets a step's lane by a person's hand; the rules leave a pinned step
 // alone. Pinning to a lower lane starts a new epoch, like a demotion.
 func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req PinRequest, pin bool) (ladder.StepState, error) {
+	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "reason is required", Hint: "say why, in a sentence; it is shown in the evidence pack", Data: map[string]any{"field": "reason"}}
 	}

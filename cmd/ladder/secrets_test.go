@@ -224,7 +224,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	var routeID string
 	for i := 0; i < 500 && routeID == ""; i++ {
 		m := s.mustDo(200, "POST", "/v1/route", agent, map[string]any{"step": "check_accessorials", "item": fmt.Sprintf("BILL-SECRET-%03d", i),
-			"features": map[string]any{"carrier": "Acme", "note": secretNote}})
+			"features": map[string]any{"carrier": "Acme"}})
 		if m["decision"] != "act_alone" {
 			routeID, _ = m["route_id"].(string)
 		}
@@ -249,7 +249,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	ap := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-A", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-1"})
 	ap2 := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-B", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-2"})
 	ap3 := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-C", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-3"})
-	s.do("POST", "/v1/capabilities/payments:releaseHold/call", agent, map[string]any{"bill_id": "BILL-SECRET-H", "evidence": evidence, "idempotency_key": "secret-h"})
+	s.do("POST", "/v1/capabilities/payments:releaseHold/call", agent, map[string]any{"payload": map[string]any{"bill_id": "BILL-SECRET-H", "evidence": map[string]any{"bill_id": "BILL-SECRET-H"}}, "evidence": evidence, "idempotency_key": "secret-h"})
 	s.mustDo(200, "GET", "/v1/approvals", human, nil)
 	s.mustDo(200, "GET", "/v1/approvals/"+ap["approval_id"].(string), agent, nil)
 	s.mustDo(200, "POST", "/v1/approvals/"+ap["approval_id"].(string)+"/approve", human, map[string]any{"reason": "ok " + secretNote})
@@ -259,7 +259,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// MCP.
 	s.mcp(agent, "which_steps_run_alone", map[string]any{})
 	s.mcp(agent, "step_evidence", map[string]any{"step": "post_tms"})
-	s.mcp(agent, "route_item", map[string]any{"step": "post_tms", "item": "BILL-SECRET-M", "features": map[string]any{"note": secretNote}})
+	s.mcp(agent, "route_item", map[string]any{"step": "post_tms", "item": "BILL-SECRET-M"})
 	s.mcp(agent, "list_precondition_functions", map[string]any{})
 	if raw := s.mcp(agent, "authorize", map[string]any{"case": "release_payment", "precondition_fn": "score_release_hold", "evidence": evidence}); !bytes.Contains(raw, []byte("gate_state")) {
 		t.Fatalf("authorize over MCP: %s", raw)
@@ -268,7 +268,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	s.mcp(agent, "rates:approveRate", map[string]any{"bill_id": "BILL-SECRET-D", "linehaul_usd": 1.0, "fuel_surcharge_usd": 1.0, "idempotency_key": "secret-4"})
 	s.mcp(agent, "approval_status", map[string]any{"approval_id": ap2["approval_id"]})
 	s.mcp(partner, "ticket6:readLedger", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}})
-	s.mcp(partner, "ticket6:approveCommission", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{"commission_id": "c-1", "note": secretNote}})
+	s.mcp(partner, "ticket6:approveCommission", map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{"commission_id": "c-1"}})
 
 	// Refusals that see a key: wrong kinds, a wrong secret, a revoked key.
 	s.do("POST", "/mcp", human, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -356,10 +356,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// Secret-shaped strings in evidence and notes come back and are
 	// exported redacted.
 	for _, name := range []string{"ladder audit export", "response bodies and headers", "server stderr", "server stdout after banner"} {
-		for _, needle := range []string{secretAPIKey, "password=" + secretPassword, secretPassword} {
-			if i := bytes.Index(outputs[name], []byte(needle)); i >= 0 {
-				out := outputs[name]
-				t.Errorf("%s holds the secret-shaped %q unredacted: …%s…", name, needle, out[max(i-300, 0):min(i+60, len(out))])
+		for _, needle := range []string{secretAPIKey, secretPassword} {
+			out := outputs[name]
+			for off := 0; ; {
+				i := bytes.Index(out[off:], []byte(needle))
+				if i < 0 {
+					break
+				}
+				i += off
+				t.Errorf("%s holds the secret-shaped %q unredacted: …%s…", name, needle, out[max(i-160, 0):min(i+40, len(out))])
+				off = i + len(needle)
 			}
 		}
 	}
