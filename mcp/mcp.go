@@ -246,7 +246,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
 	}
-	if err := strictjson.Unmarshal(body, &env); err != nil {
+	if err := strictjson.UnmarshalChecked(body, &env); err != nil {
 		// Recover the id for the error if the envelope is otherwise readable.
 		var loose struct {
 			ID json.RawMessage `json:"id"`
@@ -328,7 +328,8 @@ type callParams struct {
 // accepted alternate name (portable or canonical) to the registered one.
 func (h *Handler) checkToolCall(p ladder.Principal, env envelope, body []byte) ([]byte, *ladder.Error) {
 	var cp callParams
-	if err := strictjson.Unmarshal(env.Params, &cp); err != nil {
+	// The whole body passed strictjson.Check in parseEnvelope.
+	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
 		return nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
 	}
 	h.mu.Lock()
