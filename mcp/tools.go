@@ -81,7 +81,9 @@ func decodeArgs(args json.RawMessage, v any) error {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	if err := strictjson.Unmarshal(args, v); err != nil {
+	// Every tools/call reaches a tool through the front door, which ran
+	// strictjson.Check on the whole body, arguments included.
+	if err := strictjson.UnmarshalChecked(args, v); err != nil {
 		field := ""
 		var se *strictjson.Error
 		if ok := asStrict(err, &se); ok {
