@@ -246,3 +246,82 @@ type LaneChange struct {
 	Actor     string             `json:"actor"`
 	Reason    string             `json:"reason,omitempty"`
 }
+
+// Counts returns what one review adds to its week's aggregate row: one
+// item, an agreement or not, an audit when it audited, a severity-1 error
+// when it disagreed at severity 1, and an operator-error sample when the
+// item was reviewed twice. Both stores count with it, so their figures agree.
+func (r Review) Counts() WeekAgg {
+	c := WeekAgg{N: 1}
+	agree := r.Verdict == VerdictAgree
+	if agree {
+		c.Agreements = 1
+	}
+	if r.Kind == ReviewAudit {
+		c.AuditN = 1
+		if agree {
+			c.AuditAgree = 1
+		}
+	}
+	if r.Severity == 1 && !agree {
+		c.Sev1 = 1
+	}
+	if r.OperatorError != nil {
+		c.OpN = 1
+		if *r.OperatorError {
+			c.OpErrors = 1
+		}
+	}
+	return c
+}
+
+// NormTime is how stores keep times: UTC, to the microsecond (PostgreSQL's
+// precision), so a stored time re-hashes and compares equal on every
+// backend.
+func NormTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// Resolved fills the defaults of a review write: an id, the time (now when
+// zero) and the ISO week it counts in.
+func (w ReviewWrite) Resolved(now time.Time) (rv Review, week string, weekStart time.Time) {
+	rv = w.Review
+	if rv.ID == "" {
+		rv.ID = NewID("rv")
+	}
+	if rv.At.IsZero() {
+		rv.At = now
+	}
+	rv.At = NormTime(rv.At)
+	week, weekStart = w.Week, w.WeekStart
+	if week == "" || weekStart.IsZero() {
+		wk, start := ISOWeek(rv.At)
+		if week == "" {
+			week = wk
+		}
+		if weekStart.IsZero() {
+			weekStart = start
+		}
+	}
+	return rv, week, weekStart
+}
+
+// For fills the defaults of a lane change of step key moving from lane
+// from: an id, the step, the time (now when zero) and the origin lane.
+func (c LaneChange) For(key StepKey, from Lane, now time.Time) LaneChange {
+	if c.ID == "" {
+		c.ID = NewID("lc")
+	}
+	c.Workspace, c.Queue, c.Step = key.Workspace, key.Queue, key.Step
+	if c.At.IsZero() {
+		c.At = now
+	}
+	c.At = NormTime(c.At)
+	if c.From == "" {
+		c.From = from
+	}
+	return c
+}

@@ -209,11 +209,6 @@ func scanRoute(r pgx.Row) (ladder.Route, error) {
 	return rt, nil
 }
 
-// contribution is what one review adds to its week's aggregate row.
-type contribution struct {
-	n, agree, auditN, auditAgree, sev1, opN, opErr int
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -221,24 +216,9 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func contributionOf(kind ladder.ReviewKind, verdict ladder.Verdict, severity int, operatorError *bool) contribution {
-	agree := verdict == ladder.VerdictAgree
-	c := contribution{n: 1, agree: boolInt(agree)}
-	if kind == ladder.ReviewAudit {
-		c.auditN, c.auditAgree = 1, boolInt(agree)
-	}
-	if severity == 1 && !agree {
-		c.sev1 = 1
-	}
-	if operatorError != nil {
-		c.opN, c.opErr = 1, boolInt(*operatorError)
-	}
-	return c
-}
-
 // addToWeekSQL adds c to the aggregate row of (step, week, epoch), creating
 // it if needed.
-func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int, c contribution) (string, []any) {
+func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int, c ladder.WeekAgg) (string, []any) {
 	return `INSERT INTO week_aggs AS a (workspace, queue, step, iso_week, epoch, week_start,
 			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -247,7 +227,7 @@ func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int,
 			audit_n = a.audit_n + excluded.audit_n, audit_agreements = a.audit_agreements + excluded.audit_agreements,
 			sev1 = a.sev1 + excluded.sev1, op_n = a.op_n + excluded.op_n, op_errors = a.op_errors + excluded.op_errors`,
 		[]any{k.Workspace, k.Queue, k.Step, week, epoch, normTime(weekStart),
-			c.n, c.agree, c.auditN, c.auditAgree, c.sev1, c.opN, c.opErr}
+			c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors}
 }
 
 const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
@@ -270,24 +250,7 @@ const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict
 // When the decider moves the lane, pin, epoch or audit rate, subscribers of
 // every replica hear of it.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
-	rv := rw.Review
-	if rv.ID == "" {
-		rv.ID = ladder.NewID("rv")
-	}
-	if rv.At.IsZero() {
-		rv.At = s.now()
-	}
-	rv.At = normTime(rv.At)
-	week, weekStart := rw.Week, rw.WeekStart
-	if week == "" || weekStart.IsZero() {
-		w, ws := ladder.ISOWeek(rv.At)
-		if week == "" {
-			week = w
-		}
-		if weekStart.IsZero() {
-			weekStart = ws
-		}
-	}
+	rv, week, weekStart := rw.Resolved(s.now())
 	var (
 		state  ladder.StepState
 		change *ladder.LaneChange
@@ -341,7 +304,7 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week string,
 		rv.At, week, state.Epoch); err != nil {
 		return ladder.StepState{}, nil, err
 	}
-	q, args := addToWeekSQL(key, week, weekStart, state.Epoch, contributionOf(rv.Kind, rv.Verdict, rv.Severity, rv.OperatorError))
+	q, args := addToWeekSQL(key, week, weekStart, state.Epoch, rv.Counts())
 	if _, err := w.exec(q, args...); err != nil {
 		return ladder.StepState{}, nil, err
 	}
@@ -367,7 +330,7 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week string,
 		return ladder.StepState{}, nil, err
 	}
 	if change != nil {
-		c := w.normChange(*change, key, state.Lane)
+		c := change.For(key, state.Lane, w.s.now())
 		if err := w.insertLaneChange(c); err != nil {
 			return ladder.StepState{}, nil, err
 		}
@@ -399,32 +362,15 @@ func (w *wtx) uncountEarlier(routeID string) error {
 	if err != nil {
 		return err
 	}
-	c := contributionOf(ladder.ReviewKind(kind), ladder.Verdict(verdict), severity, opErr)
+	c := ladder.Review{Kind: ladder.ReviewKind(kind), Verdict: ladder.Verdict(verdict), Severity: severity, OperatorError: opErr}.Counts()
 	if _, err := w.exec(`UPDATE week_aggs SET n = n - $1, agreements = agreements - $2, audit_n = audit_n - $3,
 			audit_agreements = audit_agreements - $4, sev1 = sev1 - $5, op_n = op_n - $6, op_errors = op_errors - $7
 		WHERE workspace = $8 AND queue = $9 AND step = $10 AND iso_week = $11 AND epoch = $12`,
-		c.n, c.agree, c.auditN, c.auditAgree, c.sev1, c.opN, c.opErr, ws, queue, step, week, epoch); err != nil {
+		c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors, ws, queue, step, week, epoch); err != nil {
 		return err
 	}
 	_, err = w.exec(`UPDATE reviews SET counted = false WHERE id = $1`, id)
 	return err
-}
-
-// normChange fills what a lane change left out: its id, step, time and the
-// lane it moves from.
-func (w *wtx) normChange(c ladder.LaneChange, key ladder.StepKey, from ladder.Lane) ladder.LaneChange {
-	if c.ID == "" {
-		c.ID = ladder.NewID("lc")
-	}
-	c.Workspace, c.Queue, c.Step = key.Workspace, key.Queue, key.Step
-	if c.At.IsZero() {
-		c.At = w.s.now()
-	}
-	c.At = normTime(c.At)
-	if c.From == "" {
-		c.From = from
-	}
-	return c
 }
 
 const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
@@ -480,7 +426,7 @@ func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepSt
 		// A move, a pin and an unpin are each a lane change a person reads
 		// in the pack, even when the lane itself stays.
 		if to != cur.Lane || lw.Pinned != cur.Pinned {
-			c := w.normChange(lw.Change, lw.Key, cur.Lane)
+			c := lw.Change.For(lw.Key, cur.Lane, w.s.now())
 			c.To = to
 			if err := w.insertLaneChange(c); err != nil {
 				return err
@@ -772,12 +718,12 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 	for _, a := range h.Weeks {
 		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		c := contribution{n: a.N, agree: a.Agreements, auditN: a.AuditN, auditAgree: a.AuditAgree, sev1: a.Sev1, opN: a.OpN, opErr: a.OpErrors}
+		c := a
 		q, args := addToWeekSQL(k, a.ISOWeek, a.WeekStart, a.Epoch, c)
 		queue(fmt.Sprintf("week %s %s", a.Step, a.ISOWeek), q, args...)
 	}
 	for _, c := range h.LaneChanges {
-		c = w.normChange(c, ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From)
+		c = c.For(ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From, w.s.now())
 		q, args, err := insertLaneChangeSQL(c)
 		if err != nil {
 			return fmt.Errorf("lane change %s: %w", c.ID, err)

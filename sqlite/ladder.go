@@ -203,28 +203,8 @@ func scanRoute(r scanner) (ladder.Route, error) {
 	return rt, nil
 }
 
-// contribution is what one review adds to its week's aggregate row.
-type contribution struct {
-	n, agree, auditN, auditAgree, sev1, opN, opErr int
-}
-
-func contributionOf(kind ladder.ReviewKind, verdict ladder.Verdict, severity int, operatorError *bool) contribution {
-	agree := verdict == ladder.VerdictAgree
-	c := contribution{n: 1, agree: boolInt(agree)}
-	if kind == ladder.ReviewAudit {
-		c.auditN, c.auditAgree = 1, boolInt(agree)
-	}
-	if severity == 1 && !agree {
-		c.sev1 = 1
-	}
-	if operatorError != nil {
-		c.opN, c.opErr = 1, boolInt(*operatorError)
-	}
-	return c
-}
-
 // addToWeek adds c times sign to the aggregate row of (step, week, epoch).
-func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c contribution, sign int) error {
+func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c ladder.WeekAgg, sign int) error {
 	_, err := w.exec(`INSERT INTO week_aggs (workspace, queue, step, iso_week, epoch, week_start,
 			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -233,7 +213,7 @@ func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c c
 			audit_n = audit_n + excluded.audit_n, audit_agreements = audit_agreements + excluded.audit_agreements,
 			sev1 = sev1 + excluded.sev1, op_n = op_n + excluded.op_n, op_errors = op_errors + excluded.op_errors`,
 		k.Workspace, k.Queue, k.Step, week, epoch, weekStart,
-		sign*c.n, sign*c.agree, sign*c.auditN, sign*c.auditAgree, sign*c.sev1, sign*c.opN, sign*c.opErr)
+		sign*c.N, sign*c.Agreements, sign*c.AuditN, sign*c.AuditAgree, sign*c.Sev1, sign*c.OpN, sign*c.OpErrors)
 	return err
 }
 
@@ -252,24 +232,7 @@ const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict
 // row it was added to and the adjudication's is added, so n counts the item
 // once.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
-	rv := rw.Review
-	if rv.ID == "" {
-		rv.ID = ladder.NewID("rv")
-	}
-	if rv.At.IsZero() {
-		rv.At = s.now()
-	}
-	rv.At = normTime(rv.At)
-	week, weekStart := rw.Week, rw.WeekStart
-	if week == "" || weekStart.IsZero() {
-		w, ws := ladder.ISOWeek(rv.At)
-		if week == "" {
-			week = w
-		}
-		if weekStart.IsZero() {
-			weekStart = ws
-		}
-	}
+	rv, week, weekStart := rw.Resolved(s.now())
 	var (
 		state  ladder.StepState
 		change *ladder.LaneChange
@@ -324,7 +287,7 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week, weekSt
 		fmtTime(rv.At), week, state.Epoch); err != nil {
 		return ladder.StepState{}, nil, err
 	}
-	c := contributionOf(rv.Kind, rv.Verdict, rv.Severity, rv.OperatorError)
+	c := rv.Counts()
 	if err := w.addToWeek(key, week, weekStart, state.Epoch, c, 1); err != nil {
 		return ladder.StepState{}, nil, err
 	}
@@ -349,7 +312,7 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week, weekSt
 		return ladder.StepState{}, nil, err
 	}
 	if change != nil {
-		c := w.normChange(*change, key, state.Lane)
+		c := change.For(key, state.Lane, w.s.now())
 		if err := w.insertLaneChange(c, ""); err != nil {
 			return ladder.StepState{}, nil, err
 		}
@@ -382,29 +345,12 @@ func (w *wtx) uncountEarlier(key ladder.StepKey, routeID string) error {
 		b := opErr.Int64 != 0
 		op = &b
 	}
-	c := contributionOf(ladder.ReviewKind(kind), ladder.Verdict(verdict), severity, op)
+	c := ladder.Review{Kind: ladder.ReviewKind(kind), Verdict: ladder.Verdict(verdict), Severity: severity, OperatorError: op}.Counts()
 	if err := w.addToWeek(key, week, "", epoch, c, -1); err != nil {
 		return err
 	}
 	_, err = w.exec(`UPDATE reviews SET counted = 0 WHERE id = ?`, id)
 	return err
-}
-
-// normChange fills what a lane change left out: its id, step, time and the
-// lane it moves from.
-func (w *wtx) normChange(c ladder.LaneChange, key ladder.StepKey, from ladder.Lane) ladder.LaneChange {
-	if c.ID == "" {
-		c.ID = ladder.NewID("lc")
-	}
-	c.Workspace, c.Queue, c.Step = key.Workspace, key.Queue, key.Step
-	if c.At.IsZero() {
-		c.At = w.s.now()
-	}
-	c.At = normTime(c.At)
-	if c.From == "" {
-		c.From = from
-	}
-	return c
 }
 
 const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
@@ -451,7 +397,7 @@ func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepSt
 		// A move, a pin and an unpin are each a lane change a person reads
 		// in the pack, even when the lane itself stays.
 		if to != cur.Lane || lw.Pinned != cur.Pinned {
-			c := w.normChange(lw.Change, lw.Key, cur.Lane)
+			c := lw.Change.For(lw.Key, cur.Lane, w.s.now())
 			c.To = to
 			if err := w.insertLaneChange(c, ""); err != nil {
 				return err
@@ -700,13 +646,13 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 	for _, a := range h.Weeks {
 		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		c := contribution{n: a.N, agree: a.Agreements, auditN: a.AuditN, auditAgree: a.AuditAgree, sev1: a.Sev1, opN: a.OpN, opErr: a.OpErrors}
+		c := a
 		if err := w.addToWeek(k, a.ISOWeek, fmtTime(a.WeekStart), a.Epoch, c, 1); err != nil {
 			return fmt.Errorf("week %s %s: %w", a.Step, a.ISOWeek, err)
 		}
 	}
 	for _, c := range h.LaneChanges {
-		c = w.normChange(c, ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From)
+		c = c.For(ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From, w.s.now())
 		if err := w.insertLaneChange(c, ""); err != nil {
 			return fmt.Errorf("lane change %s: %w", c.ID, err)
 		}
