@@ -41,12 +41,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
-	"sort"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +51,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	mig "github.com/ladderhq/ladder/internal/migrate"
 )
 
 var _ ladder.Store = (*Store)(nil)
@@ -147,35 +144,8 @@ func newOrigin() string {
 	return hex.EncodeToString(b[:])
 }
 
-// migration is one embedded schema file, 0001_init.sql and so on.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		digits, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(digits)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", name)
-		}
-		b, err := migrations.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
+// loadMigrations returns the embedded migrations, oldest first.
+func loadMigrations() ([]mig.Migration, error) { return mig.Load(migrations, "migrations") }
 
 // migrate creates the schema if one is configured and applies every
 // embedded migration the database lacks, each in its own transaction, all
@@ -239,23 +209,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
 		return "", fmt.Errorf("schema_migrations: %w", err)
 	}
-	if known := ms[len(ms)-1].version; newest > known {
+	if known := ms[len(ms)-1].Version; newest > known {
 		return "", fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
 	}
 	for _, m := range ms {
-		if m.version <= newest {
+		if m.Version <= newest {
 			continue
 		}
 		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())", m.version, m.name)
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())", m.Version, m.Name)
 			return err
 		}); err != nil {
-			return "", fmt.Errorf("%s: %w", m.name, err)
+			return "", fmt.Errorf("%s: %w", m.Name, err)
 		}
-		log.Info("applied migration", "migration", m.name, "schema", schema)
+		log.Info("applied migration", "migration", m.Name, "schema", schema)
 	}
 	return schema, nil
 }

@@ -22,10 +22,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	mig "github.com/ladderhq/ladder/internal/migrate"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -162,35 +161,8 @@ func openError(path string, err error) error {
 	return fmt.Errorf("open database %s: %w", path, err)
 }
 
-// migration is one embedded schema file, 0001_init.sql and so on.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		digits, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(digits)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", name)
-		}
-		b, err := migrations.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
+// loadMigrations returns the embedded migrations, oldest first.
+func loadMigrations() ([]mig.Migration, error) { return mig.Load(migrations, "migrations") }
 
 // migrate applies every embedded migration the database lacks, each in its
 // own BEGIN IMMEDIATE transaction, so two processes opening a new file at
@@ -208,41 +180,41 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
 		return fmt.Errorf("schema_migrations: %w", err)
 	}
-	if known := ms[len(ms)-1].version; newest > known {
+	if known := ms[len(ms)-1].Version; newest > known {
 		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
 	}
 	for _, m := range ms {
 		if err := applyMigration(ctx, db, m, log); err != nil {
-			return fmt.Errorf("%s: %w", m.name, err)
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logger) error {
+func applyMigration(ctx context.Context, db *sql.DB, m mig.Migration, log *slog.Logger) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-		m.version, m.name, fmtTime(time.Now())); err != nil {
+		m.Version, m.Name, fmtTime(time.Now())); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	log.Info("applied migration", "migration", m.name)
+	log.Info("applied migration", "migration", m.Name)
 	return nil
 }
 
