@@ -3,11 +3,9 @@ package service
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,30 +40,6 @@ type ApprovalPage struct {
 	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
-const approvalCursorPrefix = "ap1:"
-
-func approvalCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(approvalCursorPrefix + strconv.FormatInt(seq, 10)))
-}
-
-func parseApprovalCursor(c string) (int64, error) {
-	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
-		Hint: "pass next_cursor from the previous page unchanged, or leave cursor out for the newest approvals", Data: map[string]any{"field": "cursor"}}
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, bad
-	}
-	digits, ok := strings.CutPrefix(string(raw), approvalCursorPrefix)
-	if !ok {
-		return 0, bad
-	}
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || seq <= 0 {
-		return 0, bad
-	}
-	return seq, nil
-}
-
 // ListApprovals pages a workspace's approvals, newest first. status filters
 // by the status a reader sees ("pending" leaves out expired ones).
 func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status, cursor string, limit int) (ApprovalPage, error) {
@@ -83,7 +57,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 	}
 	q := ladder.ApprovalQuery{Workspace: p.Workspace, Limit: limit + 1}
 	if cursor != "" {
-		seq, err := parseApprovalCursor(cursor)
+		seq, err := approvalCursor.decode(cursor)
 		if err != nil {
 			return ApprovalPage{}, err
 		}
@@ -104,7 +78,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 		}
 		for i, a := range rows {
 			if len(page.Approvals) == limit {
-				page.NextCursor = approvalCursor(rows[i-1].Seq)
+				page.NextCursor = approvalCursor.encode(rows[i-1].Seq)
 				return page, nil
 			}
 			v := s.view(a)

@@ -3,11 +3,9 @@ package service
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -344,32 +342,6 @@ type GateHistoryPage struct {
 	Sentence string `json:"-"`
 }
 
-// cursorPrefix versions the cursor format.
-const cursorPrefix = "gh1:"
-
-func encodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
-}
-
-func decodeCursor(c string) (int64, error) {
-	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
-		Hint: "pass next_cursor from the previous gate_history_get page unchanged, or leave cursor out to start from the newest decision",
-		Data: map[string]any{"field": "cursor"}}
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, bad
-	}
-	digits, ok := strings.CutPrefix(string(raw), cursorPrefix)
-	if !ok {
-		return 0, bad
-	}
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || seq <= 0 || strconv.FormatInt(seq, 10) != digits {
-		return 0, bad
-	}
-	return seq, nil
-}
-
 // GateHistory lists the workspace's recorded gate decisions, newest first,
 // filtered and paged. It never writes.
 func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHistoryRequest) (GateHistoryPage, error) {
@@ -409,7 +381,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 		*tf.out = t
 	}
 	if req.Cursor != "" {
-		seq, err := decodeCursor(req.Cursor)
+		seq, err := gateCursor.decode(req.Cursor)
 		if err != nil {
 			return GateHistoryPage{}, err
 		}
@@ -423,7 +395,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 	if len(recs) > limit {
 		recs = recs[:limit]
 		page.HasMore = true
-		page.NextCursor = encodeCursor(recs[len(recs)-1].Seq)
+		page.NextCursor = gateCursor.encode(recs[len(recs)-1].Seq)
 	}
 	for _, r := range recs {
 		page.Decisions = append(page.Decisions, GateResultOf(r))
