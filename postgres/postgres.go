@@ -478,12 +478,7 @@ func (s *Store) reading() error {
 }
 
 // normTime is the time as the store keeps it: UTC, microseconds.
-func normTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
+func normTime(t time.Time) time.Time { return ladder.NormTime(t) }
 
 // nullTime stores a zero time as NULL, so it reads back zero.
 func nullTime(t time.Time) any {

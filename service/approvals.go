@@ -145,7 +145,7 @@ func (s *Service) pendingFor(ctx context.Context, p ladder.Principal, id string)
 // expire stores an expired approval's status (best effort: readers derive
 // it anyway).
 func (s *Service) expire(ctx context.Context, a ladder.Approval) {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	b := a
 	b.Status = ladder.ApprovalExpired
 	e, err := ladder.NewAuditEntry(a.Workspace, "system", ladder.AuditApproval, a.ID, now, map[string]any{"event": "expired", "expires_at": a.ExpiresAt})
@@ -194,7 +194,7 @@ func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req
 	if err != nil {
 		return ApprovalView{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalRejected, p.KeyID, &now, req.Reason
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "rejected", "reason": req.Reason})
@@ -249,7 +249,7 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 			a.EditedPayload, edited = canon, true
 		}
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalExecuting, p.KeyID, &now, req.Reason
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "approved", "edited": edited, "edited_payload": b.EditedPayload, "reason": req.Reason})
@@ -286,7 +286,7 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (App
 	if !ok {
 		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	b := a
 	b.Status = ladder.ApprovalExecuting
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "retry", "previous_error": a.ExecError})
@@ -312,7 +312,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 		IdempotencyKey: idemKey, Status: ladder.CallRunning, Payload: payload, Scope: a.Scope,
 		RouteID: a.RouteID, GateDecisionID: a.GateDecisionID, ApprovalID: a.ID}
 	res, xerr := s.execute(ctx, p.KeyID, c, call, CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: a.GateDecisionID})
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.CallID = ladder.ApprovalApproved, res.CallID
 	if xerr != nil {
@@ -358,7 +358,7 @@ func (s *Service) reviewDecision(ctx context.Context, p ladder.Principal, a ladd
 		return
 	}
 	rv := ladder.Review{ID: ladder.NewID("rv"), RouteID: a.RouteID, Workspace: a.Workspace, Queue: a.Queue, Step: a.Step, Item: a.Item,
-		Kind: ladder.ReviewApproval, Verdict: v, Correction: correction, Note: note, Reviewer: p.KeyID, At: s.now().UTC().Truncate(time.Microsecond)}
+		Kind: ladder.ReviewApproval, Verdict: v, Correction: correction, Note: note, Reviewer: p.KeyID, At: ladder.NormTime(s.now())}
 	if v == ladder.VerdictDisagree {
 		rv.Severity = 3
 	}

@@ -333,7 +333,7 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 
 // storeApproval records an approval request (idempotent by key).
 func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval) (ladder.Approval, error) {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	ap.ID, ap.CreatedAt = ladder.NewID("ap"), now
 	if ap.Status == "" {
 		if err := s.checkPending(ctx, p, ap); err != nil {
@@ -371,7 +371,7 @@ func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap la
 // execute records the call (fail closed: no audit record, no execution),
 // runs it once and records its result.
 func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability, call ladder.Call, res CallResult) (CallResult, error) {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	call.StartedAt = now
 	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, map[string]any{
 		"capability": c.ID, "payload": call.Payload, "scope": call.Scope, "idempotency_key": call.IdempotencyKey,
@@ -392,7 +392,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		return CallResult{}, errors.New("no executor configured")
 	}
 	out, xerr := s.runner.Execute(ctx, c.Executor, upstream.Request{CallID: got.ID, Workspace: got.Workspace, Capability: c.ID, Payload: got.Payload, Scope: got.Scope, IdempotencyKey: got.IdempotencyKey})
-	done := s.now().UTC().Truncate(time.Microsecond)
+	done := ladder.NormTime(s.now())
 	got.FinishedAt, got.UpstreamStatus = &done, out.Status
 	if xerr != nil {
 		le := ladder.AsError(xerr)

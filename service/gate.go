@@ -247,7 +247,7 @@ func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Dec
 		R: d.Scores.Relevance, C: d.Scores.Coverage, O: d.Scores.Ordering, Ro: d.Scores.Robustness, Q: d.Q,
 		RepairAttempts: d.RepairAttempts, VerifiableExt: d.VerifiableExt,
 		HumanReadable: gate.Redact(d.HumanReadable), Notes: gate.Redact(d.Notes),
-		Evidence: evidence, At: s.now().UTC().Truncate(time.Microsecond),
+		Evidence: evidence, At: ladder.NormTime(s.now()),
 	}
 	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditGateDecision, rec.ID, rec.At, map[string]any{
 		"case": rec.Case, "precondition_fn": rec.PreconditionFn, "action_id": rec.ActionID,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/ladderhq/ladder"
 )
@@ -85,7 +84,7 @@ func DefinitionHash(c ladder.Capability) (string, error) {
 // audit log cannot be written, the error is returned and the server should
 // not start.
 func (s *Service) CheckToolDefinitions(ctx context.Context, count func(ToolDefinitionChange)) ([]ToolDefinitionChange, error) {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	var changes []ToolDefinitionChange
 	var entries []ladder.AuditEntry
 	for _, wid := range s.order {

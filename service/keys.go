@@ -75,7 +75,7 @@ func (s *Service) CreateKey(ctx context.Context, actor string, req KeyRequest) (
 		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "give a positive duration such as 720h", "expiry %s is in the past", req.ExpiresIn)
 	}
 	id, token, hash := ladder.NewKeyToken()
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	k := ladder.Key{ID: id, Workspace: req.Workspace, Kind: req.Kind, Name: req.Name, SecretHash: hash, CreatedAt: now}
 	if req.ExpiresIn > 0 {
 		exp := now.Add(req.ExpiresIn)
@@ -110,7 +110,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladde
 	if err != nil {
 		return ladder.Key{}, storeErr("get key", err)
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	entry, err := ladder.NewAuditEntry(k.Workspace, actor, ladder.AuditKeyRevoke, id, now, map[string]any{"key_id": id})
 	if err != nil {
 		return ladder.Key{}, err
@@ -134,7 +134,7 @@ func (s *Service) Bootstrap(ctx context.Context, adminToken string) (string, err
 	if n > 0 {
 		return "", nil
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	var k ladder.Key
 	token := adminToken
 	if token != "" {

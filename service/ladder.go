@@ -21,7 +21,7 @@ import (
 // InitialStates returns the starting state of every declared step, for
 // EnsureSteps on start-up.
 func (s *Service) InitialStates() []ladder.StepState {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	var out []ladder.StepState
 	for _, wid := range s.order {
 		for _, st := range s.Steps(wid, "") {
@@ -131,7 +131,7 @@ func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteReques
 	r := s.Decide(p.Workspace, st, state, req.Item)
 	r.ID = ladder.NewID("rt")
 	r.KeyID = p.KeyID
-	r.At = s.now().UTC().Truncate(time.Microsecond)
+	r.At = ladder.NormTime(s.now())
 	if len(req.Features) > 0 {
 		f, err := ladder.CanonicalJSON(req.Features)
 		if err != nil {
@@ -194,7 +194,7 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	if err != nil {
 		return ReviewResult{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	kind := ladder.ReviewShadow
 	switch route.Lane {
 	case ladder.LaneAuto:
@@ -327,7 +327,7 @@ func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req Out
 	if err != nil {
 		return ladder.Outcome{}, err
 	}
-	o := ladder.Outcome{ID: ladder.NewID("oc"), Workspace: p.Workspace, Queue: st.Queue, Step: st.ID, Item: req.Item, HandledBy: req.HandledBy, OK: *req.OK, At: s.now().UTC().Truncate(time.Microsecond)}
+	o := ladder.Outcome{ID: ladder.NewID("oc"), Workspace: p.Workspace, Queue: st.Queue, Step: st.ID, Item: req.Item, HandledBy: req.HandledBy, OK: *req.OK, At: ladder.NormTime(s.now())}
 	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditOutcome, o.ID, o.At, o)
 	if err != nil {
 		return ladder.Outcome{}, err
@@ -369,7 +369,7 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	} else if !state.Pinned {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step is not pinned", Hint: "nothing to do; pin it first to hold it in a lane"}
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := ladder.NormTime(s.now())
 	rule, kind := "pinned by a person", ladder.AuditPin
 	if !pin {
 		rule, kind = "unpinned by a person", ladder.AuditUnpin

@@ -412,12 +412,7 @@ func (s *Store) readErr(err error) error {
 const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
 // normTime is the time as the store keeps it: UTC, microseconds.
-func normTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
+func normTime(t time.Time) time.Time { return ladder.NormTime(t) }
 
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
@@ -453,14 +448,6 @@ func parseTimePtr(s sql.NullString) (*time.Time, error) {
 		return nil, err
 	}
 	return &t, nil
-}
-
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
 }
 
 // nullBytes stores an empty JSON value as NULL so it reads back as nil.

@@ -74,12 +74,10 @@ func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(s
 
 // serveOptions are the flags serve and demo share.
 type serveOptions struct {
-	addr     string
-	baseURL  string
-	adminKey string
-	out      io.Writer
-	ready    func(url string) // called once listening
-	demo     bool             // links use the listening address
+	addr    string
+	baseURL string
+	ready   func(url string) // called once listening
+	demo    bool             // links use the listening address
 	// toolNames is the MCP tool-name form: canonical or portable.
 	toolNames string
 	// openWorkspace serves that workspace's MCP tools without a key to
