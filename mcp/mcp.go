@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -80,13 +81,18 @@ type Handler struct {
 	servers map[string]*workspaceServer
 	// refusals counts every refusal the surface answers, by name.
 	refusals *prometheus.CounterVec
+	// sdkOnly turns the tools/call fast path off (tests compare the two).
+	sdkOnly bool
+	// fastCalls counts the calls the fast path answered.
+	fastCalls atomic.Int64
 }
 
 // workspaceServer is one workspace's SDK server and its tool names.
 type workspaceServer struct {
 	server *sdk.Server
-	names  map[string]string // accepted name → registered name
-	lanes  string            // laneSignature when built
+	names  map[string]string  // accepted name → registered name
+	calls  map[string]toolRun // registered name → its run, for the fast path
+	lanes  string             // laneSignature when built
 }
 
 // New returns the MCP handler.
@@ -206,31 +212,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if env.Method == "tools/list" {
 		h.refresh(r.Context(), p.Workspace)
 	}
+	ctx := context.WithValue(r.Context(), principalKey{}, p)
+	ctx = context.WithValue(ctx, baseURLKey{}, h.baseURLFor(r))
 	if env.Method == "tools/call" {
-		rewritten, cerr := h.checkToolCall(p, env, body)
+		cp, registered, cerr := h.checkToolCall(p, env)
 		if cerr != nil {
 			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
 		}
-		if len(rewritten) != len(body) || !bytes.Equal(rewritten, body) {
+		if run := h.fastRun(p.Workspace, registered); run != nil && fastEligible(r, env, cp) {
+			h.serveCall(ctx, w, run, p, env.ID, cp.Arguments)
+			return
+		}
+		if registered != cp.Name {
+			rewritten, rerr := renameTool(body, registered)
+			if rerr != nil {
+				h.writeRPCError(w, http.StatusOK, env.ID, rerr)
+				return
+			}
+			body = rewritten
 			// The 2026-07-28 transport repeats the tool name in Mcp-Name;
 			// keep it equal to the rewritten body.
 			if r.Header.Get("Mcp-Name") != "" {
-				var cp struct {
-					Params callParams `json:"params"`
-				}
-				if json.Unmarshal(rewritten, &cp) == nil {
-					r.Header.Set("Mcp-Name", cp.Params.Name)
-				}
+				r.Header.Set("Mcp-Name", registered)
 			}
 		}
-		body = rewritten
 	}
 	if r.Header.Get("Authorization") == "" {
 		// OpenWorkspace mode: the SDK's bearer check wants a header.
 		r.Header.Set("Authorization", "Bearer open-test")
 	}
-	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
@@ -324,30 +336,34 @@ type callParams struct {
 	Task      json.RawMessage `json:"task,omitempty"`
 }
 
-// checkToolCall refuses a tool the workspace does not serve and rewrites an
-// accepted alternate name (portable or canonical) to the registered one.
-func (h *Handler) checkToolCall(p ladder.Principal, env envelope, body []byte) ([]byte, *ladder.Error) {
+// checkToolCall refuses a tool the workspace does not serve; it returns the
+// call's params and the registered name of the tool (an accepted alternate
+// name, portable or canonical, maps to it).
+func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (callParams, string, *ladder.Error) {
 	var cp callParams
 	// The whole body passed strictjson.Check in parseEnvelope.
 	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
-		return nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
+		return cp, "", &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
 	}
 	h.mu.Lock()
 	ws := h.servers[p.Workspace]
 	h.mu.Unlock()
 	if ws == nil {
-		return nil, &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
+		return cp, "", &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
 	}
 	registered, ok := ws.names[cp.Name]
 	if !ok {
 		if e := h.notServed(p.Workspace, cp.Name); e != nil {
-			return nil, e
+			return cp, "", e
 		}
-		return nil, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
+		return cp, "", &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
 	}
-	if registered == cp.Name {
-		return body, nil
-	}
+	return cp, registered, nil
+}
+
+// renameTool rewrites a tools/call body to call the tool by its registered
+// name, for the SDK.
+func renameTool(body []byte, registered string) ([]byte, *ladder.Error) {
 	var generic map[string]any
 	if err := json.Unmarshal(body, &generic); err != nil {
 		return nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
@@ -358,6 +374,32 @@ func (h *Handler) checkToolCall(p ladder.Principal, env envelope, body []byte) (
 		return nil, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry"}
 	}
 	return out, nil
+}
+
+// fastRun returns the run of a registered tool for the fast path, or nil
+// when the fast path is off.
+func (h *Handler) fastRun(workspace, registered string) toolRun {
+	if h.sdkOnly {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ws := h.servers[workspace]; ws != nil {
+		return ws.calls[registered]
+	}
+	return nil
+}
+
+// baseURLFor is this server's public URL for links in answers.
+func (h *Handler) baseURLFor(r *http.Request) string {
+	if h.opts.BaseURL != "" {
+		return h.opts.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // notServed answers a call to a capability declared in the config but not

@@ -47,6 +47,7 @@ var (
 	keyRE  = regexp.MustCompile(`"(actor|reviewer)":"[a-z2-7]{13}"`)
 	timeRE = regexp.MustCompile(`"(at|created_at|expires_at)":"[0-9T:.Z-]+"`)
 	seqRE  = regexp.MustCompile(`"audit_seq":[0-9]+`)
+	hostRE = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
 )
 
 func normalize(b []byte) []byte {
@@ -54,6 +55,7 @@ func normalize(b []byte) []byte {
 	b = keyRE.ReplaceAll(b, []byte(`"$1":"KEY_ID"`))
 	b = timeRE.ReplaceAll(b, []byte(`"$1":"TIME"`))
 	b = seqRE.ReplaceAll(b, []byte(`"audit_seq":0`))
+	b = hostRE.ReplaceAll(b, []byte("http://SERVER"))
 	var v any
 	if json.Unmarshal(b, &v) != nil {
 		return b

@@ -151,13 +151,10 @@ func (h *Handler) routeItem(ctx context.Context, p ladder.Principal, args json.R
 type baseURLKey struct{}
 
 func (h *Handler) baseURL(ctx context.Context) string {
-	if h.opts.BaseURL != "" {
-		return h.opts.BaseURL
-	}
 	if u, ok := ctx.Value(baseURLKey{}).(string); ok {
 		return u
 	}
-	return ""
+	return h.opts.BaseURL
 }
 
 // modelFixable are the refusals a model can fix by changing its arguments:
@@ -211,7 +208,7 @@ func (h *Handler) buildServer(workspace string) *workspaceServer {
 			c.TTLMs, c.CacheScope = 0, "private"
 		},
 	})
-	ws := &workspaceServer{server: srv, names: map[string]string{}, lanes: h.laneSignature(context.Background(), workspace)}
+	ws := &workspaceServer{server: srv, names: map[string]string{}, calls: map[string]toolRun{}, lanes: h.laneSignature(context.Background(), workspace)}
 	for _, t := range h.ladderTools() {
 		h.addTool(ws, t)
 	}
@@ -238,16 +235,34 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 		t.inSchema(in)
 	}
 	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: loadSchema(t.out), Annotations: &ann}
-	call := t.call
+	run := h.runner(name, t.call)
 	ws.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p, ok := principalOf(req)
 		if !ok {
 			return nil, toRPCError(&ladder.Error{Code: ladder.CodeKeyMissing, Hint: "send an agent key"})
 		}
-		if req.Extra != nil && req.Extra.Header != nil {
-			ctx = context.WithValue(ctx, baseURLKey{}, "http://"+req.Extra.Header.Get("Host"))
-		}
-		text, structured, err := call(ctx, p, req.Params.Arguments)
+		return run(ctx, p, req.Params.Arguments)
+	})
+	ws.calls[name] = run
+	ws.names[name] = name
+	if alt := portable(name); alt != name {
+		ws.names[alt] = name
+	}
+	if t.alias != "" {
+		ws.names[t.alias] = name
+	}
+}
+
+// toolRun runs one tool for a caller: a result, or the JSON-RPC error the
+// SDK sends. The SDK's handler and the tools/call fast path both call it,
+// so both answer alike.
+type toolRun func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error)
+
+// runner wraps a tool's call with the error contract: refusals a model can
+// fix become isError results, the others JSON-RPC errors.
+func (h *Handler) runner(name string, call func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error)) toolRun {
+	return func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
+		text, structured, err := call(ctx, p, args)
 		if err != nil {
 			e := ladder.AsError(err)
 			h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
@@ -267,12 +282,5 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 			return nil, toRPCError(e)
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: structured}, nil
-	})
-	ws.names[name] = name
-	if alt := portable(name); alt != name {
-		ws.names[alt] = name
-	}
-	if t.alias != "" {
-		ws.names[t.alias] = name
 	}
 }

@@ -27,9 +27,11 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 }
 
 // appendAudit seals and inserts entries inside the batch's transaction. The
-// chain's head is read from the table, not from memory: another process
-// may have appended since this one last did, and BEGIN IMMEDIATE holds the
-// write lock, so the head cannot move before the commit.
+// chain's head is read from the table once per transaction, not kept across
+// them: another process may have appended since this one last did, and
+// BEGIN IMMEDIATE holds the write lock, so the head cannot move before the
+// commit. Within the transaction wtx keeps it (runBatch restores it when an
+// op's savepoint is rolled back).
 //
 // Each entry is stored as it is hashed: its time in UTC at microseconds (the
 // caller's clock is used when it is zero) and its data as canonical JSON,
@@ -38,14 +40,14 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	var (
-		seq  int64
-		prev string
-	)
-	err := w.queryRow(`SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("audit head: %w", err)
+	if !w.head.known {
+		err := w.queryRow(`SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&w.head.seq, &w.head.hash)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("audit head: %w", err)
+		}
+		w.head.known = true
 	}
+	seq, prev := w.head.seq, w.head.hash
 	recs := make([]ladder.AuditRecord, 0, len(entries))
 	for _, e := range entries {
 		if e.At.IsZero() {
@@ -66,6 +68,7 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 			return nil, fmt.Errorf("insert audit: %w", err)
 		}
 		prev = rec.Hash
+		w.head.seq, w.head.hash = seq, prev
 		recs = append(recs, rec)
 	}
 	return recs, nil

@@ -139,17 +139,25 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		created bool
 	)
 	err := s.write(ctx, func(w *wtx) error {
-		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-			WHERE workspace = ? AND queue = ? AND step = ? AND item = ?`, r.Workspace, r.Queue, r.Step, r.Item))
-		if err == nil {
+		// Insert first and look only when the item was routed before: a
+		// fresh route (the common case) costs one statement, not two.
+		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (workspace, queue, step, item) DO NOTHING`,
+			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
+			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+				WHERE workspace = ? AND queue = ? AND step = ? AND item = ?`, r.Workspace, r.Queue, r.Step, r.Item))
+			if err != nil {
+				return err
+			}
 			got, created = existing, false
 			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if err := w.insertRoute(r, ""); err != nil {
-			return err
 		}
 		if _, err := w.appendAudit(audit); err != nil {
 			return err

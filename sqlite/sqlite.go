@@ -262,6 +262,15 @@ type wtx struct {
 	// a batch (and the rows of an import) run the same few statements many
 	// times, and preparing is a good part of a small statement's cost.
 	stmts map[string]*sql.Stmt
+	// head is the audit chain's head as of this transaction's last append.
+	head auditHead
+}
+
+// auditHead is the chain's last record: its seq and hash.
+type auditHead struct {
+	seq   int64
+	hash  string
+	known bool
 }
 
 func (w *wtx) prepare(query string) (*sql.Stmt, error) {
@@ -336,8 +345,21 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		}
 		errs = []error{nil}
 	} else {
+		// An op rolled back to its savepoint leaves the chain's head where
+		// it was before the op.
+		guarded := make([]groupcommit.Op[*wtx], len(ops))
+		for i, op := range ops {
+			guarded[i] = func(w *wtx) error {
+				saved := w.head
+				err := op(w)
+				if err != nil {
+					w.head = saved
+				}
+				return err
+			}
+		}
 		var fatal error
-		errs, fatal = groupcommit.Savepoints(w, ops, func(stmt string) error {
+		errs, fatal = groupcommit.Savepoints(w, guarded, func(stmt string) error {
 			_, err := w.exec(stmt)
 			return err
 		})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/groupcommit"
 	"github.com/ladderhq/ladder/storetest"
 )
 
@@ -342,4 +343,47 @@ func BenchmarkRecordRouteParallel(b *testing.B) {
 		b.ReportMetric(float64(end.Ops-start.Ops)/float64(batches), "ops/batch")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "routes/s")
+}
+
+// TestFailedOpLeavesTheChainWhole runs one batch whose middle op appends
+// to the audit chain and then fails: its savepoint is rolled back, and the
+// ops after it must chain onto the record before it, not onto the record
+// that no longer exists.
+func TestFailedOpLeavesTheChainWhole(t *testing.T) {
+	ctx := t.Context()
+	s := openTest(t)
+	defer s.Close()
+	appendN(t, s, 2)
+	entry := func(i int) ladder.AuditEntry {
+		e, err := ladder.NewAuditEntry("ws-a", "system", ladder.AuditRoute, fmt.Sprint(i), t0.Add(time.Duration(i)*time.Second), map[string]int{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	boom := errors.New("boom")
+	errs := s.runBatch(ctx, []groupcommit.Op[*wtx]{
+		func(w *wtx) error { _, err := w.appendAudit(entry(10)); return err },
+		func(w *wtx) error {
+			if _, err := w.appendAudit(entry(11), entry(12)); err != nil {
+				return err
+			}
+			return boom
+		},
+		func(w *wtx) error { _, err := w.appendAudit(entry(13)); return err },
+	})
+	if errs[0] != nil || !errors.Is(errs[1], boom) || errs[2] != nil {
+		t.Fatalf("batch errors = %v, want nil, boom, nil", errs)
+	}
+	n, err := ladder.VerifyAudit(ctx, s)
+	if err != nil || n != 4 {
+		t.Fatalf("VerifyAudit = %d, %v; want 4 records (2 + 10 + 13) and a whole chain", n, err)
+	}
+	recs, err := s.ListAudit(ctx, ladder.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recs[3].Subject; got != "13" || recs[3].Seq != 4 {
+		t.Errorf("last record = seq %d subject %q, want seq 4 subject 13", recs[3].Seq, got)
+	}
 }
