@@ -33,18 +33,32 @@ import (
 // JSON-RPC framing, headers and status. TestFastPathMatchesSDK sends every
 // case through both paths and compares the bytes.
 
-// fastProtocol are the protocol versions whose tools/call the fast path
-// answers: those the SDK accepts without the 2026-07-28 header and _meta
-// checks. An absent header means 2025-03-26 to the SDK.
-var fastProtocol = map[string]bool{"": true, "2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+// legacyProtocol are the protocol versions before 2026-07-28 whose
+// tools/call the fast path answers; the SDK checks neither Mcp-* headers
+// nor _meta for them. An absent header means 2025-03-26 to the SDK.
+var legacyProtocol = map[string]bool{"": true, "2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// statelessProtocol is the 2026-07-28 protocol (SEP-2575): every request
+// carries its protocol version and client capabilities in _meta and
+// repeats its method and tool name in Mcp-Method and Mcp-Name.
+const statelessProtocol = "2026-07-28"
 
 // fastEligible reports whether the SDK would accept this tools/call without
 // any check of its own failing or changing the answer. env and cp passed
 // the front door's strict parse, which refuses keys other than jsonrpc, id,
 // method and params in the envelope and name, arguments, _meta and task in
-// the params.
+// the params, duplicate and case-variant keys, and invalid UTF-8.
 func fastEligible(r *http.Request, env envelope, cp callParams) bool {
-	if !fastProtocol[r.Header.Get("Mcp-Protocol-Version")] {
+	switch v := r.Header.Get("Mcp-Protocol-Version"); {
+	case legacyProtocol[v]:
+		if len(cp.Meta) > 0 {
+			return false
+		}
+	case v == statelessProtocol:
+		if !statelessMetaOK(r, cp) {
+			return false
+		}
+	default:
 		return false
 	}
 	if r.Header.Get("Content-Type") != "application/json" || len(r.Header.Values("Last-Event-ID")) > 0 {
@@ -57,10 +71,64 @@ func fastEligible(r *http.Request, env envelope, cp callParams) bool {
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopbackAddr(la.String()) && !loopbackAddr(r.Host) {
 		return false
 	}
-	if len(cp.Meta) > 0 || len(cp.Task) > 0 {
+	if len(cp.Task) > 0 {
 		return false
 	}
 	return simpleID(env.ID)
+}
+
+// statelessMetaOK reports whether a 2026-07-28 tools/call passes the SDK's
+// checks: Mcp-Method and Mcp-Name equal to the body, no Mcp-Param-*
+// headers (no ladder tool binds one), and a _meta holding the protocol
+// version equal to the header, client capabilities of the right shape, and
+// optionally client info and a log level — nothing else.
+func statelessMetaOK(r *http.Request, cp callParams) bool {
+	if r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != cp.Name {
+		return false
+	}
+	for k := range r.Header {
+		if len(k) > len("Mcp-Param-") && strings.EqualFold(k[:len("Mcp-Param-")], "Mcp-Param-") {
+			return false
+		}
+	}
+	var meta map[string]json.RawMessage
+	if len(cp.Meta) == 0 || json.Unmarshal(cp.Meta, &meta) != nil {
+		return false
+	}
+	var version string
+	if json.Unmarshal(meta[sdk.MetaKeyProtocolVersion], &version) != nil || version != statelessProtocol {
+		return false
+	}
+	caps, ok := meta[sdk.MetaKeyClientCapabilities]
+	if !ok || !isObject(caps) || json.Unmarshal(caps, new(clientCapabilities)) != nil {
+		return false
+	}
+	for k, v := range meta {
+		switch k {
+		case sdk.MetaKeyProtocolVersion, sdk.MetaKeyClientCapabilities:
+		case sdk.MetaKeyClientInfo:
+			if !isObject(v) || json.Unmarshal(v, new(sdk.Implementation)) != nil {
+				return false
+			}
+		case sdk.MetaKeyLogLevel:
+			// The SDK ignores a log level it cannot read; no ladder tool logs.
+		default:
+			return false // progress tokens and the like: the SDK's business
+		}
+	}
+	return true
+}
+
+// clientCapabilities is the shape the SDK reads 2026-07-28 client
+// capabilities into (its clientCapabilitiesV2).
+type clientCapabilities struct {
+	sdk.ClientCapabilities
+	Roots *sdk.RootCapabilities `json:"roots,omitempty"`
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // accepts is the SDK's reading of the Accept header (streamableAccepts).
@@ -129,13 +197,23 @@ func simpleID(id json.RawMessage) bool {
 }
 
 // serveCall answers an eligible tools/call as the SDK would.
-func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
+func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
 	h.fastCalls.Add(1)
+	stateless := r.Header.Get("Mcp-Protocol-Version") == statelessProtocol
 	res, err := run(ctx, p, args)
-	if err == nil && res != nil && res.Content == nil {
-		res.Content = []sdk.Content{} // as Server.callTool: never "null"
+	if err == nil && res != nil {
+		if res.Content == nil {
+			res.Content = []sdk.Content{} // as Server.callTool: never "null"
+		}
+		if stateless && res.Meta[sdk.MetaKeyServerInfo] == nil {
+			// SEP-2575: a server names itself in every result's _meta.
+			if res.Meta == nil {
+				res.Meta = sdk.Meta{}
+			}
+			res.Meta[sdk.MetaKeyServerInfo] = h.implementation()
+		}
 	}
-	body, merr := frame(id, res, err)
+	body, merr := frame(id, res, err, stateless)
 	if merr != nil {
 		h.log.ErrorContext(ctx, "encoding a tools/call answer", "err", merr)
 		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry; if it persists, report it with the time of the call"})
@@ -143,6 +221,19 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, run tool
 	}
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Content-Type", "application/json")
+	if stateless {
+		// SEP-2575 maps protocol-level errors to HTTP statuses
+		// (the SDK's extractErrorStatus).
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			switch je.Code {
+			case jsonrpc.CodeMethodNotFound:
+				w.WriteHeader(http.StatusNotFound)
+			case jsonrpc.CodeInvalidParams, sdk.CodeUnsupportedProtocolVersion, sdk.CodeMissingRequiredClientCapabilities:
+				w.WriteHeader(http.StatusBadRequest)
+			}
+		}
+	}
 	_, _ = w.Write(body)
 }
 
@@ -163,8 +254,11 @@ type wireError struct {
 
 // frame encodes a tool's answer as the SDK does: the result marshalled by
 // encoding/json (which runs CallToolResult.MarshalJSON), the envelope by an
-// encoder that does not escape HTML, without the trailing newline.
-func frame(id json.RawMessage, res *sdk.CallToolResult, callErr error) ([]byte, error) {
+// encoder that does not escape HTML, without the trailing newline. For a
+// 2026-07-28 client the SDK marks a result complete (resultType, the last
+// field CallToolResult.MarshalJSON writes); the field is unexported, so it
+// is appended here.
+func frame(id json.RawMessage, res *sdk.CallToolResult, callErr error, stateless bool) ([]byte, error) {
 	msg := wireResponse{VersionTag: "2.0", ID: id}
 	if callErr != nil {
 		// As jsonrpc2's toWireError.
@@ -181,6 +275,9 @@ func frame(id json.RawMessage, res *sdk.CallToolResult, callErr error) ([]byte, 
 		raw, err := json.Marshal(res)
 		if err != nil {
 			return nil, err
+		}
+		if stateless && len(raw) > 2 && raw[len(raw)-1] == '}' {
+			raw = append(raw[:len(raw)-1:len(raw)-1], `,"resultType":"complete"}`...)
 		}
 		msg.Result = raw
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/ladderhq/ladder/internal/testenv"
@@ -40,67 +41,94 @@ func TestFastPathMatchesSDK(t *testing.T) {
 	}
 	cases := []struct {
 		name, key string
-		body      json.RawMessage
-		version   string
+		id        any
+		tool      string
+		args      any // a json.RawMessage is sent as it is ("null"), nil leaves arguments out
 	}{
-		{"step_evidence by plain name", "vantrow-bills/agent", call(1, "step_evidence", map[string]any{"step": "Decide hold or release"}), "2025-06-18"},
-		{"which_steps_run_alone, string id", "vantrow-bills/agent", call("steps-1", "which_steps_run_alone", map[string]any{}), "2025-11-25"},
-		{"which_steps_run_alone, no version header", "vantrow-bills/agent", call(0, "which_steps_run_alone", map[string]any{"queue": "bills"}), ""},
-		{"route_item", "vantrow-bills/agent", call(-7, "route_item", map[string]any{"step": "post_tms", "item": "FAST-1"}), "2025-06-18"},
-		{"route_item with features", "vantrow-bills/agent", call(123456789012345, "route_item", map[string]any{"step": "Read the bill", "item": "FAST-2 <&>", "features": map[string]any{"amount": 12.5}}), "2025-06-18"},
-		{"route_item unknown step (isError)", "vantrow-bills/agent", call(3, "route_item", map[string]any{"step": "Weigh the <moon> & \"stars\"", "item": "X"}), "2025-06-18"},
-		{"route_item wrong type (isError)", "vantrow-bills/agent", call(4, "route_item", map[string]any{"step": "post_tms", "item": 42}), "2025-06-18"},
-		{"arguments null", "vantrow-bills/agent", json.RawMessage(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":null}}`), "2025-06-18"},
-		{"arguments absent", "vantrow-bills/agent", json.RawMessage(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"step_evidence"}}`), "2025-06-18"},
-		{"list_precondition_functions", "vantrow-bills/agent", call(7, "list_precondition_functions", map[string]any{}), "2025-06-18"},
-		{"authorize", "iia-gate/agent", call(8, "authorize", map[string]any{"case": "ai_investment", "precondition_fn": "score_invest_governance", "evidence": govEvidence(allGovernance...)}), "2025-06-18"},
-		{"gate_history_get", "iia-gate/agent", call(9, "gate_history_get", map[string]any{"limit": 5}), "2025-06-18"},
-		{"capability call", "partner-programs/agent", call(10, "ticket6:readLedger", with(scope, "payload", map[string]any{})), "2025-06-18"},
-		{"capability by its portable name", "partner-programs/agent", call(11, "ticket6_readLedger", scope), "2025-06-18"},
-		{"capability refused inside the tool (JSON-RPC error)", "partner-programs/agent", call(12, "ticket6:readLedger", with(scope, "program", "partner-2031")), "2025-06-18"},
-		{"human gate creates an approval", "partner-programs/agent", call(13, "ticket6:approveCommission", with(scope, "payload", map[string]any{"commission_id": "c-1"}, "idempotency_key", "fast-1")), "2025-06-18"},
-		{"approval_status of nothing (isError)", "partner-programs/agent", call(14, "approval_status", map[string]any{"approval_id": "ap_aaaaaaaaaaaaaaaa"}), "2025-06-18"},
+		{"step_evidence by plain name", "vantrow-bills/agent", 1, "step_evidence", map[string]any{"step": "Decide hold or release"}},
+		{"which_steps_run_alone, string id", "vantrow-bills/agent", "steps-1", "which_steps_run_alone", map[string]any{}},
+		{"which_steps_run_alone, id 0", "vantrow-bills/agent", 0, "which_steps_run_alone", map[string]any{"queue": "bills"}},
+		{"route_item", "vantrow-bills/agent", -7, "route_item", map[string]any{"step": "post_tms", "item": "FAST-1"}},
+		{"route_item with features", "vantrow-bills/agent", 123456789012345, "route_item", map[string]any{"step": "Read the bill", "item": "FAST-2 <&>", "features": map[string]any{"amount": 12.5}}},
+		{"route_item unknown step (isError)", "vantrow-bills/agent", 3, "route_item", map[string]any{"step": "Weigh the <moon> & \"stars\"", "item": "X"}},
+		{"route_item wrong type (isError)", "vantrow-bills/agent", 4, "route_item", map[string]any{"step": "post_tms", "item": 42}},
+		{"arguments null", "vantrow-bills/agent", 5, "which_steps_run_alone", json.RawMessage(`null`)},
+		{"arguments absent", "vantrow-bills/agent", 6, "step_evidence", nil},
+		{"list_precondition_functions", "vantrow-bills/agent", 7, "list_precondition_functions", map[string]any{}},
+		{"authorize", "iia-gate/agent", 8, "authorize", map[string]any{"case": "ai_investment", "precondition_fn": "score_invest_governance", "evidence": govEvidence(allGovernance...)}},
+		{"gate_history_get", "iia-gate/agent", 9, "gate_history_get", map[string]any{"limit": 5}},
+		{"gate_history_get with a bad cursor (-32602: HTTP 400 on 2026-07-28)", "iia-gate/agent", 91, "gate_history_get", map[string]any{"cursor": "not-a-cursor"}},
+		{"capability call", "partner-programs/agent", 10, "ticket6:readLedger", with(scope, "payload", map[string]any{})},
+		{"capability by its portable name", "partner-programs/agent", 11, "ticket6_readLedger", scope},
+		{"capability refused inside the tool (JSON-RPC error)", "partner-programs/agent", 12, "ticket6:readLedger", with(scope, "program", "partner-2031")},
+		{"human gate creates an approval", "partner-programs/agent", 13, "ticket6:approveCommission", with(scope, "payload", map[string]any{"commission_id": "c-1"}, "idempotency_key", "fast-1")},
+		{"approval_status of nothing (isError)", "partner-programs/agent", 14, "approval_status", map[string]any{"approval_id": "ap_aaaaaaaaaaaaaaaa"}},
 	}
-	send := func(h http.Handler, c int, key string, body []byte, version string) *httptest.ResponseRecorder {
+	send := func(h http.Handler, key string, body []byte, headers map[string]string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader(body))
 		r.Header.Set("Authorization", "Bearer "+e.Keys[key])
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Accept", "application/json, text/event-stream")
-		if version != "" {
-			r.Header.Set("Mcp-Protocol-Version", version)
+		for k, v := range headers {
+			r.Header.Set(k, v)
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w
 	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			// A first call through the SDK, so a call that records (a
-			// route, an approval with an idempotency key) is a replay in
-			// both answers compared below.
-			send(slow, i, c.key, c.body, c.version)
-			before := mcp.FastCalls(fast)
-			want := send(slow, i, c.key, c.body, c.version)
-			got := send(fast, i, c.key, c.body, c.version)
-			if mcp.FastCalls(fast) != before+1 {
-				t.Fatalf("the fast path did not answer this call")
-			}
-			if got.Code != want.Code {
-				t.Errorf("status %d, SDK %d", got.Code, want.Code)
-			}
-			for _, hd := range []string{"Content-Type", "Cache-Control"} {
-				if got.Header().Get(hd) != want.Header().Get(hd) {
-					t.Errorf("%s %q, SDK %q", hd, got.Header().Get(hd), want.Header().Get(hd))
+	for _, version := range []string{"2025-06-18", "2025-11-25", "", "2026-07-28"} {
+		for _, c := range cases {
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				params := map[string]any{"name": c.tool}
+				if c.args != nil {
+					params["arguments"] = c.args
 				}
-			}
-			g, w := volatile(got.Body.Bytes()), volatile(want.Body.Bytes())
-			if !bytes.Equal(g, w) {
-				t.Errorf("answers differ:\nfast %s\nSDK  %s", g, w)
-			}
-			if len(w) < 40 {
-				t.Errorf("suspiciously short answer %s", w)
-			}
-		})
+				headers := map[string]string{}
+				if version != "" {
+					headers["Mcp-Protocol-Version"] = version
+				}
+				if version == "2026-07-28" {
+					params["_meta"] = statelessMeta(version)
+					headers["Mcp-Method"], headers["Mcp-Name"] = "tools/call", c.tool
+				}
+				body := rpc(c.id, "tools/call", params)
+				// A first call through the SDK, so a call that records (a
+				// route, an approval with an idempotency key) is a replay in
+				// both answers compared below.
+				send(slow, c.key, body, headers)
+				before := mcp.FastCalls(fast)
+				want := send(slow, c.key, body, headers)
+				got := send(fast, c.key, body, headers)
+				if mcp.FastCalls(fast) != before+1 {
+					t.Fatalf("the fast path did not answer this call")
+				}
+				if got.Code != want.Code {
+					t.Errorf("status %d, SDK %d", got.Code, want.Code)
+				}
+				gh, wh := got.Header().Clone(), want.Header().Clone()
+				gh.Del("Date")
+				wh.Del("Date")
+				if !reflect.DeepEqual(gh, wh) {
+					t.Errorf("headers %v, SDK %v", gh, wh)
+				}
+				g, w := volatile(got.Body.Bytes()), volatile(want.Body.Bytes())
+				if !bytes.Equal(g, w) {
+					t.Errorf("answers differ:\nfast %s\nSDK  %s", g, w)
+				}
+				if len(w) < 40 {
+					t.Errorf("suspiciously short answer %s", w)
+				}
+			})
+		}
+	}
+}
+
+// statelessMeta is the _meta a 2026-07-28 client sends with every request.
+func statelessMeta(version string) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    version,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"roots": map[string]any{"listChanged": true}, "elicitation": map[string]any{}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "fast-path-test", "version": "1.0.0"},
 	}
 }
 
@@ -137,6 +165,53 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 		{"a float id", json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, -1},
 		{"Last-Event-ID on a POST", steps, map[string]string{"Last-Event-ID": "x_1"}, http.StatusBadRequest},
 	}
+	stateless := func(meta map[string]any, headers map[string]string) (json.RawMessage, map[string]string) {
+		hs := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "which_steps_run_alone"}
+		for k, v := range headers {
+			hs[k] = v
+		}
+		params := map[string]any{"name": "which_steps_run_alone", "arguments": map[string]any{}}
+		if meta != nil {
+			params["_meta"] = meta
+		}
+		return rpc(1, "tools/call", params), hs
+	}
+	withMeta := func(kv ...any) map[string]any {
+		m := statelessMeta("2026-07-28")
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(m, kv[i].(string))
+				continue
+			}
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	for _, sc := range []struct {
+		name    string
+		meta    map[string]any
+		headers map[string]string
+		status  int
+	}{
+		{"2026-07-28 without _meta", nil, nil, http.StatusBadRequest},
+		{"2026-07-28 without Mcp-Name", withMeta(), map[string]string{"Mcp-Name": ""}, http.StatusBadRequest},
+		{"2026-07-28 with another Mcp-Name", withMeta(), map[string]string{"Mcp-Name": "route_item"}, http.StatusBadRequest},
+		{"2026-07-28 without Mcp-Method", withMeta(), map[string]string{"Mcp-Method": ""}, http.StatusBadRequest},
+		{"2026-07-28 with another _meta version", withMeta("io.modelcontextprotocol/protocolVersion", "2025-11-25"), nil, http.StatusBadRequest},
+		{"2026-07-28 without client capabilities", withMeta("io.modelcontextprotocol/clientCapabilities", nil), nil, http.StatusBadRequest},
+		{"2026-07-28 with client capabilities of the wrong shape", withMeta("io.modelcontextprotocol/clientCapabilities", map[string]any{"roots": "yes"}), nil, http.StatusBadRequest},
+		{"2026-07-28 with client info of the wrong shape", withMeta("io.modelcontextprotocol/clientInfo", "me"), nil, http.StatusBadRequest},
+		{"2026-07-28 with a progress token", withMeta("progressToken", 3), nil, http.StatusOK},
+		{"2026-07-28 with an Mcp-Param header", withMeta(), map[string]string{"Mcp-Param-Queue": "bills"}, -1},
+	} {
+		body, hs := stateless(sc.meta, sc.headers)
+		cases = append(cases, struct {
+			name    string
+			body    json.RawMessage
+			headers map[string]string
+			status  int
+		}{sc.name, body, hs, sc.status})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader(c.body))
@@ -145,6 +220,10 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 			r.Header.Set("Accept", "application/json, text/event-stream")
 			r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 			for k, v := range c.headers {
+				if v == "" {
+					r.Header.Del(k)
+					continue
+				}
 				r.Header.Set(k, v)
 			}
 			before := mcp.FastCalls(h)
@@ -158,4 +237,75 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFastPathMatchesSDK builds tools/call requests from fuzzed ids, tool
+// names, arguments and _meta under each protocol version and requires the
+// handler's answer to equal the SDK's, whichever path took the request.
+func FuzzFastPathMatchesSDK(f *testing.F) {
+	e := testenv.StartWith(f, "", testenv.Options{Seed: true})
+	fast, err := mcp.New(mcp.Options{Service: e.Svc})
+	if err != nil {
+		f.Fatal(err)
+	}
+	slow, err := mcp.New(mcp.Options{Service: e.Svc})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mcp.SDKOnly(slow)
+	key := e.Keys["vantrow-bills/agent"]
+	meta, _ := json.Marshal(statelessMeta("2026-07-28"))
+	for _, s := range []struct {
+		version       uint8
+		id, name      string
+		args, metaArg string
+	}{
+		{0, `1`, "which_steps_run_alone", `{}`, ``},
+		{1, `"x"`, "step_evidence", `{"step":"Decide hold or release"}`, ``},
+		{2, `0`, "route_item", `{"step":"post_tms","item":"FUZZ-1"}`, ``},
+		{3, `7`, "route_item", `{"step":"post_tms","item":"FUZZ-2"}`, string(meta)},
+		{3, `8`, "step_evidence", `{"step":"nope <&>"}`, `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":1}}`},
+		{0, `1.0`, "which_steps_run_alone", `null`, `{"progressToken":1}`},
+		{1, `"\u00e9"`, "list_precondition_functions", `{"case":"release_payment"}`, ``},
+		{2, `-0`, "approval_status", `{"approval_id":"ap_x"}`, ``},
+	} {
+		f.Add(s.version, s.id, s.name, s.args, s.metaArg)
+	}
+	versions := []string{"2025-06-18", "2025-11-25", "", "2026-07-28"}
+	f.Fuzz(func(t *testing.T, version uint8, id, name, args, metaArg string) {
+		v := versions[int(version)%len(versions)]
+		nameJSON, _ := json.Marshal(name)
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + string(nameJSON)
+		if args != "" {
+			body += `,"arguments":` + args
+		}
+		if metaArg != "" {
+			body += `,"_meta":` + metaArg
+		}
+		body += `}}`
+		send := func(h http.Handler) *httptest.ResponseRecorder {
+			r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader([]byte(body)))
+			r.Header.Set("Authorization", "Bearer "+key)
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			if v != "" {
+				r.Header.Set("Mcp-Protocol-Version", v)
+			}
+			if v == "2026-07-28" {
+				r.Header.Set("Mcp-Method", "tools/call")
+				r.Header.Set("Mcp-Name", name)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w
+		}
+		send(slow) // a call that records is then a replay in both answers
+		want, got := send(slow), send(fast)
+		if got.Code != want.Code {
+			t.Fatalf("%s: status %d, SDK %d (%s)", body, got.Code, want.Code, want.Body)
+		}
+		if g, w := volatile(got.Body.Bytes()), volatile(want.Body.Bytes()); !bytes.Equal(g, w) {
+			t.Fatalf("%s (protocol %q): answers differ:\nfast %s\nSDK  %s", body, v, g, w)
+		}
+	})
 }

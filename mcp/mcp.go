@@ -221,7 +221,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if run := h.fastRun(p.Workspace, registered); run != nil && fastEligible(r, env, cp) {
-			h.serveCall(ctx, w, run, p, env.ID, cp.Arguments)
+			h.serveCall(ctx, w, r, run, p, env.ID, cp.Arguments)
 			return
 		}
 		if registered != cp.Name {

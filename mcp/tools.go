@@ -194,9 +194,14 @@ func loadSchema(name string) map[string]any {
 	return m
 }
 
+// implementation is how the server names itself to clients.
+func (h *Handler) implementation() *sdk.Implementation {
+	return &sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}
+}
+
 // buildServer makes the SDK server of one workspace.
 func (h *Handler) buildServer(workspace string) *workspaceServer {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}, &sdk.ServerOptions{
+	srv := sdk.NewServer(h.implementation(), &sdk.ServerOptions{
 		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first and route_item before acting on an item; act only when the decision is act_alone. Before an irreversible commit, call list_precondition_functions, then authorize, and act only on gate_state PASS. Capability tools run a call only when it is allowed; otherwise they return an approval_id to follow with approval_status.",
 		// Stateless, the SDK connects and closes a session per request and
 		// logs three Info lines for it; keep its warnings and errors only

@@ -49,7 +49,7 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Env is a running test server.
 type Env struct {
-	T      *testing.T
+	T      testing.TB
 	Server *httptest.Server
 	Svc    *service.Service
 	Store  ladder.Store
@@ -89,13 +89,13 @@ type Options struct {
 
 // Start starts a server on the given YAML config (the demo config when
 // yaml is empty) with an agent, a human and an admin key per workspace.
-func Start(t *testing.T, yaml string) *Env {
+func Start(t testing.TB, yaml string) *Env {
 	t.Helper()
 	return StartWith(t, yaml, Options{})
 }
 
 // StartWith is Start with options.
-func StartWith(t *testing.T, yaml string, opts Options) *Env {
+func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	t.Helper()
 	data := []byte(yaml)
 	if yaml == "" {
