@@ -10,16 +10,27 @@
 # stops every process it started by its pid, and prints the table. Results
 # (JSON) and server logs are left in bench/out.
 #
+# Each round has two tables. The first is closed loop: every client sends
+# its next call when the last is answered, so it measures each server at
+# saturation (calls/s, and the latency at that load). The second is open
+# loop at RATE_FACTOR (0.8) times the bare go-sdk server's calls/s of the
+# round — the throughput the budget asks ladder to carry — for the bare
+# server and ladder alike, latency measured from each call's due time.
+#
 # Usage: bench/run.sh            (from anywhere in the repository)
-# Knobs: CLIENTS=64 DURATION=12s WARMUP=3s ROUNDS=1 (rounds repeat the three
-# measurements in turn, one table per round: this machine's numbers vary
-# from run to run).
+# Knobs: CLIENTS=64 DURATION=12s WARMUP=3s ROUNDS=1 (rounds repeat the
+# measurements in turn, one pair of tables per round: this machine's numbers
+# vary from run to run); PROTOCOL=2025-06-18 (MCP-Protocol-Version the
+# clients speak; 2026-07-28 adds its _meta and Mcp-* headers);
+# RATE_FACTOR=0.8 (0 skips the open-loop table).
 set -euo pipefail
 
 CLIENTS=${CLIENTS:-64}
 DURATION=${DURATION:-12s}
 WARMUP=${WARMUP:-3s}
 ROUNDS=${ROUNDS:-1}
+PROTOCOL=${PROTOCOL:-2025-06-18}
+RATE_FACTOR=${RATE_FACTOR:-0.8}
 BARE_ADDR=127.0.0.1:18951
 PLAIN_ADDR=127.0.0.1:18952
 LADDER_ADDR=127.0.0.1:18953
@@ -69,20 +80,30 @@ wait_port "$BARE_ADDR"
 wait_port "$PLAIN_ADDR"
 wait_port "$LADDER_ADDR" # listens only once seeded and the keys file is written
 
-common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -json)
+common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
+ladder_args=(-url "http://$LADDER_ADDR/mcp" -demo-keys "$tmp/keys.json" -workspace vantrow-bills -tool route_item
+	-args '{"step":"post_tms","item":"BENCH-{run}-{n}"}')
 echo
-echo "$(nproc) cores, $(go version | cut -d' ' -f3-), $CLIENTS clients, $DURATION each after $WARMUP warm-up"
+echo "$(nproc) cores, $(go version | cut -d' ' -f3-), $CLIENTS clients, $DURATION each after $WARMUP warm-up, protocol $PROTOCOL"
 for round in $(seq "$ROUNDS"); do
 	echo "round $round: bare go-sdk…" >&2
 	"$bin/loadgen" "${common[@]}" -name "bare go-sdk (no-op tool)" -url "http://$BARE_ADDR/mcp" -tool noop >"$out/bare.$round.json"
 	echo "round $round: plain net/http…" >&2
 	"$bin/loadgen" "${common[@]}" -name "plain net/http (fixed result)" -url "http://$PLAIN_ADDR/mcp" -tool noop >"$out/plain.$round.json"
 	echo "round $round: ladder route_item…" >&2
-	"$bin/loadgen" "${common[@]}" -name "ladder route_item (auth + decision + durable audit)" -url "http://$LADDER_ADDR/mcp" \
-		-demo-keys "$tmp/keys.json" -workspace vantrow-bills -tool route_item \
-		-args '{"step":"post_tms","item":"BENCH-{run}-{n}"}' >"$out/ladder.$round.json"
+	"$bin/loadgen" "${common[@]}" -name "ladder route_item (auth + decision + durable audit)" "${ladder_args[@]}" >"$out/ladder.$round.json"
 	echo
-	echo "Round $round:"
+	echo "Round $round, closed loop (each server at saturation):"
 	echo
 	"$bin/loadgen" -table "$out/bare.$round.json" "$out/plain.$round.json" "$out/ladder.$round.json"
+	if [ "$RATE_FACTOR" != "0" ]; then
+		echo "round $round: open loop at $RATE_FACTOR × bare go-sdk…" >&2
+		rate=(-rate-from "$out/bare.$round.json" -rate-factor "$RATE_FACTOR")
+		"$bin/loadgen" "${common[@]}" "${rate[@]}" -name "bare go-sdk (no-op tool)" -url "http://$BARE_ADDR/mcp" -tool noop >"$out/bare-open.$round.json"
+		"$bin/loadgen" "${common[@]}" "${rate[@]}" -name "ladder route_item" "${ladder_args[@]}" >"$out/ladder-open.$round.json"
+		echo
+		echo "Round $round, open loop at $RATE_FACTOR × the bare go-sdk server's calls/s above:"
+		echo
+		"$bin/loadgen" -table "$out/bare-open.$round.json" "$out/ladder-open.$round.json"
+	fi
 done

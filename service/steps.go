@@ -126,6 +126,22 @@ func (s *Service) Steps(workspace, queue string) []ladder.Step {
 // when given). An unknown step is STEP_NOT_FOUND naming the nearest steps
 // and which_steps_run_alone; an ambiguous one names the candidates.
 func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) {
+	// An exact id is what agents send on every route: find it as MatchStep
+	// would (the first step with that id) without copying the workspace's
+	// steps.
+	if w, ok := s.workspaces[workspace]; ok {
+		for _, q := range w.Queues {
+			if queue != "" && q.ID != queue {
+				continue
+			}
+			for _, st := range q.Steps {
+				if st.ID == query {
+					st.Queue = q.ID
+					return st, nil
+				}
+			}
+		}
+	}
 	steps := s.Steps(workspace, queue)
 	if queue != "" && len(steps) == 0 {
 		var queues []string

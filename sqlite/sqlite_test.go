@@ -387,3 +387,48 @@ func TestFailedOpLeavesTheChainWhole(t *testing.T) {
 		t.Errorf("last record = seq %d subject %q, want seq 4 subject 13", recs[3].Seq, got)
 	}
 }
+
+// TestWALIsCheckpointedInTheBackground: the writer never checkpoints (so no
+// commit waits on one), so the background checkpointer must keep the WAL
+// from growing with everything ever written, and Close must leave the
+// database whole without it.
+func TestWALIsCheckpointedInTheBackground(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ladder.db")
+	s := openPath(t, path)
+	pad := strings.Repeat("x", 1000)
+	const rounds, perRound = 10, 500
+	for r := range rounds {
+		entries := make([]ladder.AuditEntry, perRound)
+		for i := range entries {
+			e, err := ladder.NewAuditEntry("ws-a", "system", ladder.AuditRoute, fmt.Sprint(r, i), t0, map[string]string{"pad": pad})
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries[i] = e
+		}
+		if _, err := s.AppendAudit(ctx, entries...); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(checkpointEvery + 50*time.Millisecond)
+	}
+	written := int64(rounds * perRound * len(pad))
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > written/3 {
+		t.Errorf("WAL is %d bytes after %d bytes of audit data: the background checkpointer is not keeping it short", fi.Size(), written)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("WAL is %d bytes after Close, want it copied in and truncated", fi.Size())
+	}
+	s = openPath(t, path)
+	defer s.Close()
+	if n, err := ladder.VerifyAudit(ctx, s); err != nil || n != rounds*perRound {
+		t.Fatalf("VerifyAudit after reopening = %d, %v; want %d", n, err, rounds*perRound)
+	}
+}

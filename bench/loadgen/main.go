@@ -16,6 +16,17 @@
 // A call counts as an error when the request fails, the status is not 200,
 // or the JSON-RPC answer is an error or an isError result.
 //
+// By default each client sends its next call as soon as the last one is
+// answered (closed loop: the run measures the server at saturation). With
+// -rate R (or -rate-from FILE -rate-factor F, R = F × that result's calls/s)
+// the clients instead share a fixed schedule of R calls/s (open loop, as
+// wrk2 does): call k is due at start + k/R, and its latency is measured from
+// when it was due, so a server that falls behind is charged for the wait.
+//
+// -protocol-version 2026-07-28 sends what a client of that version sends
+// on every request: the Mcp-Method and Mcp-Name headers and the _meta with
+// its protocol version, capabilities and client info.
+//
 // With -table, loadgen instead reads the JSON results named on the command
 // line and prints them as one markdown table, with each server's calls/s as
 // a ratio of the first result's (the baseline).
@@ -60,6 +71,7 @@ type config struct {
 	wait      time.Duration
 	jsonOut   bool
 	maxErrors int
+	rate      float64 // calls/s on a fixed schedule; 0: closed loop
 }
 
 // Result is one run's outcome, the JSON loadgen emits with -json.
@@ -77,6 +89,8 @@ type Result struct {
 	P99Ms      float64 `json:"p99_ms"`
 	MaxMs      float64 `json:"max_ms"`
 	FirstError string  `json:"first_error,omitempty"`
+	// OfferedRate is the open-loop schedule in calls/s (0: closed loop).
+	OfferedRate float64 `json:"offered_rate_per_s,omitempty"`
 }
 
 func main() {
@@ -100,6 +114,9 @@ func main() {
 	flag.DurationVar(&c.wait, "wait", 0, "first wait up to this long for the server to accept connections")
 	flag.BoolVar(&c.jsonOut, "json", false, "print the result as JSON instead of text")
 	flag.IntVar(&c.maxErrors, "print-errors", 3, "print at most this many error details to stderr")
+	flag.Float64Var(&c.rate, "rate", 0, "open loop: send this many calls/s in all on a fixed schedule, latency measured from each call's due time (0: closed loop)")
+	rateFrom := flag.String("rate-from", "", "open loop at -rate-factor times the calls/s of this JSON result file")
+	rateFactor := flag.Float64("rate-factor", 1, "with -rate-from: the factor")
 	flag.Parse()
 
 	if *table {
@@ -120,6 +137,13 @@ func main() {
 	}
 	if c.name == "" {
 		c.name = c.url
+	}
+	if *rateFrom != "" {
+		base, err := readResult(*rateFrom)
+		if err != nil {
+			fail(err)
+		}
+		c.rate = *rateFactor * base.CallsPerS
 	}
 	if err := c.check(); err != nil {
 		fail(err)
@@ -155,6 +179,9 @@ func (c config) check() error {
 	}
 	if c.clients < 1 {
 		return errors.New("-clients must be at least 1")
+	}
+	if c.rate < 0 || c.rate > 1e6 {
+		return fmt.Errorf("-rate %.1f: give calls/s in [0, 1e6] (0: closed loop)", c.rate)
 	}
 	if c.count <= 0 && (c.duration <= 0 || c.duration > maxDuration) {
 		return fmt.Errorf("-duration must be in (0, %s], or set -n", maxDuration)
@@ -195,12 +222,22 @@ type bodyTemplate struct {
 	parts []string // the body between the {n} holes; the id goes in parts[0]'s hole
 }
 
-func newBodyTemplate(tool, args, run string) bodyTemplate {
+func newBodyTemplate(tool, args, run, protocol string) bodyTemplate {
 	toolJSON, _ := json.Marshal(tool)
 	args = strings.ReplaceAll(args, "{run}", run)
-	full := `{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{"name":` + string(toolJSON) + `,"arguments":` + args + `}}`
+	meta := ""
+	if protocol >= statelessProtocol {
+		versionJSON, _ := json.Marshal(protocol)
+		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":` + string(versionJSON) +
+			`,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ladder-loadgen","version":"1.0.0"}}`
+	}
+	full := `{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{"name":` + string(toolJSON) + `,"arguments":` + args + meta + `}}`
 	return bodyTemplate{parts: strings.Split(full, "{n}")}
 }
+
+// statelessProtocol is the first protocol version whose requests carry
+// _meta and the Mcp-Method and Mcp-Name headers (SEP-2575).
+const statelessProtocol = "2026-07-28"
 
 // append writes the body of call n to dst.
 func (t bodyTemplate) append(dst []byte, n int64) []byte {
@@ -239,7 +276,7 @@ func run(ctx context.Context, c config) (Result, error) {
 		}
 	}
 	runToken := strconv.FormatInt(time.Now().UnixNano(), 36)
-	tmpl := newBodyTemplate(c.tool, c.args, runToken)
+	tmpl := newBodyTemplate(c.tool, c.args, runToken, c.protocol)
 	var seq atomic.Int64 // call numbers, unique across warm-up and measurement
 	if c.warmup > 0 {
 		wctx, cancel := context.WithTimeout(ctx, c.warmup)
@@ -263,10 +300,19 @@ func run(ctx context.Context, c config) (Result, error) {
 }
 
 // phase runs c.clients clients until ctx ends or budget (if not nil) is
-// spent, and returns their tallies.
+// spent, and returns their tallies. With c.rate > 0 the clients share a
+// fixed schedule and each latency counts from its call's due time.
 func phase(ctx context.Context, c config, client *http.Client, tmpl bodyTemplate, seq *atomic.Int64, budget *atomic.Int64) []*worker {
 	workers := make([]*worker, c.clients)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		start    = time.Now()
+		due      atomic.Int64 // the next schedule slot
+		interval time.Duration
+	)
+	if c.rate > 0 {
+		interval = time.Duration(float64(time.Second) / c.rate)
+	}
 	for i := range workers {
 		w := &worker{lat: make([]time.Duration, 0, 4096)}
 		workers[i] = w
@@ -276,8 +322,18 @@ func phase(ctx context.Context, c config, client *http.Client, tmpl bodyTemplate
 				if budget != nil && budget.Add(-1) < 0 {
 					return
 				}
-				body = tmpl.append(body[:0], seq.Add(1))
 				t0 := time.Now()
+				if interval > 0 {
+					t0 = start.Add(time.Duration(due.Add(1)-1) * interval)
+					if wait := time.Until(t0); wait > 0 {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(wait):
+						}
+					}
+				}
+				body = tmpl.append(body[:0], seq.Add(1))
 				err := call(ctx, client, c, body)
 				d := time.Since(t0)
 				if err != nil {
@@ -308,6 +364,10 @@ func call(ctx context.Context, client *http.Client, c config, body []byte) error
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.protocol != "" {
 		req.Header.Set("MCP-Protocol-Version", c.protocol)
+	}
+	if c.protocol >= statelessProtocol {
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", c.tool)
 	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
@@ -363,7 +423,7 @@ func waitFor(ctx context.Context, rawURL string, limit time.Duration) error {
 // summarize merges the workers' tallies.
 func summarize(c config, workers []*worker, elapsed time.Duration) Result {
 	var all []time.Duration
-	res := Result{Name: c.name, URL: c.url, Tool: c.tool, Clients: c.clients, Seconds: elapsed.Seconds()}
+	res := Result{Name: c.name, URL: c.url, Tool: c.tool, Clients: c.clients, Seconds: elapsed.Seconds(), OfferedRate: c.rate}
 	for _, w := range workers {
 		all = append(all, w.lat...)
 		res.Errors += w.errors
@@ -403,13 +463,9 @@ func printTable(w io.Writer, files []string) error {
 	}
 	var results []Result
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		r, err := readResult(f)
 		if err != nil {
 			return err
-		}
-		var r Result
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
 		}
 		results = append(results, r)
 	}
@@ -421,7 +477,24 @@ func printTable(w io.Writer, files []string) error {
 		if base > 0 {
 			ratio = fmt.Sprintf("%.2f×", r.CallsPerS/base)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %d | %s |\n", r.Name, r.CallsPerS, r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.Errors, ratio)
+		name := r.Name
+		if r.OfferedRate > 0 {
+			name += fmt.Sprintf(" — open loop, %.0f calls/s offered", r.OfferedRate)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %d | %s |\n", name, r.CallsPerS, r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.Errors, ratio)
 	}
 	return nil
+}
+
+// readResult reads one -json result file.
+func readResult(path string) (Result, error) {
+	var r Result
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
 }
