@@ -5,8 +5,12 @@
 //
 //   - bareserver: the bare go-sdk baseline (stateless, JSON responses);
 //   - plainserver: a plain net/http handler answering a fixed result;
-//   - loadgen: the load generator;
-//   - run.sh: builds them, runs all three servers and prints the table;
+//   - loadgen: the load generator, closed loop (each client sends its next
+//     call when the last is answered) or open loop on a fixed schedule
+//     (-rate), speaking protocol 2025-06-18 or 2026-07-28;
+//   - run.sh: builds them, runs all three servers and prints, per round, a
+//     closed-loop table and an open-loop table at 0.8× the bare server's
+//     calls/s;
 //   - the in-process benchmarks in this package (go test -bench) give the
 //     CPU and allocation profiles of each path without the network.
 //
