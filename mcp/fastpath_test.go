@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -12,21 +13,47 @@ import (
 	"github.com/ladderhq/ladder/mcp"
 )
 
+// handlers is one seeded service behind two MCP handlers: the fast path on,
+// and off (every request through the SDK).
+func handlers(tb testing.TB) (e *testenv.Env, fast, slow *mcp.Handler) {
+	tb.Helper()
+	e = testenv.StartWith(tb, "", testenv.Options{Seed: true})
+	var err error
+	if fast, err = mcp.New(mcp.Options{Service: e.Svc}); err != nil {
+		tb.Fatal(err)
+	}
+	if slow, err = mcp.New(mcp.Options{Service: e.Svc}); err != nil {
+		tb.Fatal(err)
+	}
+	mcp.SDKOnly(slow)
+	return e, fast, slow
+}
+
+// post sends body to h as an MCP client over HTTP would, with the token and
+// the headers (an empty value removes a default header).
+func post(h http.Handler, token string, body []byte, headers map[string]string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		if v == "" {
+			r.Header.Del(k)
+			continue
+		}
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
 // TestFastPathMatchesSDK sends every kind of tools/call answer — results,
 // isError results, JSON-RPC refusals from inside a tool, renamed tools,
 // odd ids, text that JSON escapes — through the fast path and through the
 // SDK, and requires the same status, headers and bytes.
 func TestFastPathMatchesSDK(t *testing.T) {
-	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
-	fast, err := mcp.New(mcp.Options{Service: e.Svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := mcp.New(mcp.Options{Service: e.Svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mcp.SDKOnly(slow)
+	e, fast, slow := handlers(t)
 
 	scope := map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1"}
 	with := func(m map[string]any, kv ...any) map[string]any {
@@ -65,16 +92,7 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		{"approval_status of nothing (isError)", "partner-programs/agent", 14, "approval_status", map[string]any{"approval_id": "ap_aaaaaaaaaaaaaaaa"}},
 	}
 	send := func(h http.Handler, key string, body []byte, headers map[string]string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader(body))
-		r.Header.Set("Authorization", "Bearer "+e.Keys[key])
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range headers {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
+		return post(h, e.Keys[key], body, headers)
 	}
 	for _, version := range []string{"2025-06-18", "2025-11-25", "", "2026-07-28"} {
 		for _, c := range cases {
@@ -143,11 +161,7 @@ func volatile(b []byte) []byte {
 // TestFastPathLeavesTheRestToTheSDK: requests the SDK checks in ways the
 // fast path does not copy go to the SDK, whose answer stands.
 func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
-	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
-	h, err := mcp.New(mcp.Options{Service: e.Svc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h, _ := handlers(t)
 	key := e.Keys["vantrow-bills/agent"]
 	steps := call(1, "which_steps_run_alone", map[string]any{})
 	cases := []struct {
@@ -214,21 +228,10 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader(c.body))
-			r.Header.Set("Authorization", "Bearer "+key)
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-			for k, v := range c.headers {
-				if v == "" {
-					r.Header.Del(k)
-					continue
-				}
-				r.Header.Set(k, v)
-			}
+			headers := map[string]string{"Mcp-Protocol-Version": "2025-06-18"}
+			maps.Copy(headers, c.headers)
 			before := mcp.FastCalls(h)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
+			w := post(h, key, c.body, headers)
 			if mcp.FastCalls(h) != before {
 				t.Errorf("the fast path answered a request it must leave to the SDK")
 			}
@@ -243,16 +246,7 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 // names, arguments and _meta under each protocol version and requires the
 // handler's answer to equal the SDK's, whichever path took the request.
 func FuzzFastPathMatchesSDK(f *testing.F) {
-	e := testenv.StartWith(f, "", testenv.Options{Seed: true})
-	fast, err := mcp.New(mcp.Options{Service: e.Svc})
-	if err != nil {
-		f.Fatal(err)
-	}
-	slow, err := mcp.New(mcp.Options{Service: e.Svc})
-	if err != nil {
-		f.Fatal(err)
-	}
-	mcp.SDKOnly(slow)
+	e, fast, slow := handlers(f)
 	key := e.Keys["vantrow-bills/agent"]
 	meta, _ := json.Marshal(statelessMeta("2026-07-28"))
 	for _, s := range []struct {
@@ -283,22 +277,11 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 			body += `,"_meta":` + metaArg
 		}
 		body += `}}`
-		send := func(h http.Handler) *httptest.ResponseRecorder {
-			r := httptest.NewRequest("POST", "http://ladder.test/mcp", bytes.NewReader([]byte(body)))
-			r.Header.Set("Authorization", "Bearer "+key)
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			if v != "" {
-				r.Header.Set("Mcp-Protocol-Version", v)
-			}
-			if v == "2026-07-28" {
-				r.Header.Set("Mcp-Method", "tools/call")
-				r.Header.Set("Mcp-Name", name)
-			}
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w
+		headers := map[string]string{"Mcp-Protocol-Version": v}
+		if v == "2026-07-28" {
+			headers["Mcp-Method"], headers["Mcp-Name"] = "tools/call", name
 		}
+		send := func(h http.Handler) *httptest.ResponseRecorder { return post(h, key, []byte(body), headers) }
 		send(slow) // a call that records is then a replay in both answers
 		want, got := send(slow), send(fast)
 		if got.Code != want.Code {
