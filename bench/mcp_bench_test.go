@@ -17,10 +17,12 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/bench/internal/baseline"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/upstream"
 )
 
 // The in-process benchmarks call each /mcp handler's ServeHTTP directly
@@ -39,9 +41,17 @@ const parallelism = 32
 // callBody is a tools/call request with a unique id and item.
 func callBody(tool string, n int64) string {
 	s := strconv.FormatInt(n, 10)
+	if tool == ledgerTool {
+		return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
+			`","arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1","payload":{}}}}`
+	}
 	return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
 		`","arguments":{"step":"post_tms","item":"BENCH-` + s + `"}}}`
 }
+
+// ledgerTool is the demo capability proxied to the stand-in ledger's MCP
+// server.
+const ledgerTool = "ticket6:readLedger"
 
 // benchHandler sends tools/call requests to h in parallel and fails on any
 // answer that is not a 200 JSON-RPC result.
@@ -85,15 +95,33 @@ func BenchmarkBareSDK(b *testing.B) {
 // with an Info-level JSON logger as `ladder demo` has, writing to
 // io.Discard.
 func BenchmarkLadderRouteItem(b *testing.B) {
-	h, token := ladderHandler(b)
+	h, token := ladderHandler(b, "vantrow-bills", nil)
 	benchHandler(b, h, "route_item", "Bearer "+token)
 }
 
+// BenchmarkLadderCapability is the whole handler answering
+// ticket6:readLedger: auth, the scope check, a durable call record, then
+// the call to the demo's stand-in ledger (a go-sdk MCP server on a
+// loopback port) over the pool's reused session.
+func BenchmarkLadderCapability(b *testing.B) {
+	up, err := demo.StartUpstream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { up.Close() })
+	pool := upstream.NewPool(func(string) string { return "" }, nil)
+	pool.Rewrite = up.Resolve
+	b.Cleanup(func() { pool.Close() })
+	h, token := ladderHandler(b, "partner-programs", pool)
+	benchHandler(b, h, ledgerTool, "Bearer "+token)
+}
+
 // ladderHandler wires the demo config, a SQLite store in a temporary
-// folder and the service into ladder's handler, as `ladder demo` does
-// (without the 14 weeks of history: route_item's path does not depend on
-// it), and returns it with an agent key of vantrow-bills.
-func ladderHandler(b *testing.B) (http.Handler, string) {
+// folder and the service (with runner executing capability calls) into
+// ladder's handler, as `ladder demo` does (without the 14 weeks of history:
+// the paths measured do not depend on it), and returns it with an agent key
+// of the workspace.
+func ladderHandler(b *testing.B, workspace string, runner service.Runner) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -110,14 +138,14 @@ func ladderHandler(b *testing.B) (http.Handler, string) {
 	for i := range cfg.Workspaces {
 		wss = append(wss, cfg.Workspaces[i].Domain())
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: wss, AuditSecret: []byte("bench"), Logger: log})
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, AuditSecret: []byte("bench"), Logger: log, Runner: runner})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := svc.CreateKey(ctx, "bench", service.KeyRequest{Workspace: "vantrow-bills", Kind: ladder.KeyAgent, Name: "bench agent"})
+	_, token, err := svc.CreateKey(ctx, "bench", service.KeyRequest{Workspace: workspace, Kind: ladder.KeyAgent, Name: "bench agent"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,13 @@
 # vary from run to run); PROTOCOL=2025-06-18 (MCP-Protocol-Version the
 # clients speak; 2026-07-28 adds its _meta and Mcp-* headers);
 # RATE_FACTOR=0.8 (0 skips the open-loop table).
+#
+# A third table per round is the capability budget: ticket6:readLedger
+# called straight on the demo's stand-in ledger (a go-sdk MCP server) and
+# the same call through ladder's capability tool (auth, scope check, lane,
+# durable call record, then the upstream call over ladder's reused
+# session), both closed loop; ladder must reach 0.7× the direct calls/s.
+# CAPABILITY=0 skips it.
 set -euo pipefail
 
 CLIENTS=${CLIENTS:-64}
@@ -31,6 +38,7 @@ WARMUP=${WARMUP:-3s}
 ROUNDS=${ROUNDS:-1}
 PROTOCOL=${PROTOCOL:-2025-06-18}
 RATE_FACTOR=${RATE_FACTOR:-0.8}
+CAPABILITY=${CAPABILITY:-1}
 BARE_ADDR=127.0.0.1:18951
 PLAIN_ADDR=127.0.0.1:18952
 LADDER_ADDR=127.0.0.1:18953
@@ -81,6 +89,13 @@ wait_port "$PLAIN_ADDR"
 wait_port "$LADDER_ADDR" # listens only once seeded and the keys file is written
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
+# The stand-in ledger's address, from the demo's log line.
+upstream=$(sed -n 's/.*"msg":"demo upstream listening".*"url":"\([^"]*\)".*/\1/p' "$out/ladder-demo.log" | head -1)
+if [ -z "$upstream" ]; then
+	echo "run.sh: no 'demo upstream listening' line in $out/ladder-demo.log" >&2
+	exit 1
+fi
+scope='"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"'
 ladder_args=(-url "http://$LADDER_ADDR/mcp" -demo-keys "$tmp/keys.json" -workspace vantrow-bills -tool route_item
 	-args '{"step":"post_tms","item":"BENCH-{run}-{n}"}')
 echo
@@ -105,5 +120,17 @@ for round in $(seq "$ROUNDS"); do
 		echo "Round $round, open loop at $RATE_FACTOR × the bare go-sdk server's calls/s above:"
 		echo
 		"$bin/loadgen" -table "$out/bare-open.$round.json" "$out/ladder-open.$round.json"
+	fi
+	if [ "$CAPABILITY" != "0" ]; then
+		echo "round $round: capability readLedger, direct and through ladder…" >&2
+		"$bin/loadgen" "${common[@]}" -name "readLedger straight to the stand-in ledger (go-sdk)" -url "$upstream/ledger/mcp" \
+			-tool readLedger -args "{$scope}" >"$out/upstream.$round.json"
+		"$bin/loadgen" "${common[@]}" -name "ticket6:readLedger through ladder" -url "http://$LADDER_ADDR/mcp" \
+			-demo-keys "$tmp/keys.json" -workspace partner-programs -tool ticket6:readLedger \
+			-args "{$scope,\"payload\":{}}" >"$out/capability.$round.json"
+		echo
+		echo "Round $round, a capability call proxied to an upstream MCP tool (budget: 0.7× direct):"
+		echo
+		"$bin/loadgen" -table "$out/upstream.$round.json" "$out/capability.$round.json"
 	fi
 done

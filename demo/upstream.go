@@ -52,7 +52,8 @@ func StartUpstream() (*Upstream, error) {
 	for _, name := range []string{"tms", "rates", "payments"} {
 		mux.HandleFunc("POST /"+name, u.httpSystem(name))
 	}
-	mux.Handle("/ledger/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return ledgerServer(u) },
+	ledger := ledgerServer(u) // one server for every request, as a real one would be
+	mux.Handle("/ledger/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return ledger },
 		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	u.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go u.srv.Serve(ln)

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -334,5 +335,71 @@ func TestApprovalExpires(t *testing.T) {
 	list := c.Do("GET", "/v1/approvals?status=pending", c.human, nil)
 	if n := len(list.Body["approvals"].([]any)); n != 0 {
 		t.Fatalf("%d pending approvals after expiry", n)
+	}
+}
+
+// TestCallerGoneStillRecordsTheResult: once a call is recorded as begun it
+// runs to its end and its result is recorded, even when the caller hangs
+// up while the upstream is still working — a call that may have run must
+// never be left without a result.
+func TestCallerGoneStillRecordsTheResult(t *testing.T) {
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var calls atomic.Int64
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		once.Do(func() { close(reached) })
+		<-release // deliberately deaf to r.Context(): the upstream finishes its work
+		w.Write([]byte(`{"done":true}`))
+	}))
+	t.Cleanup(upstream.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	e := testenv.Start(t, capConfig(upstream.URL, upstream.URL))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.Server.URL+"/v1/capabilities/acme:slow/call", strings.NewReader(`{"payload":{}}`))
+		req.Header.Set("Authorization", "Bearer "+e.Keys["acme/agent"])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.Server.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-reached
+	cancel() // the caller hangs up while the upstream works
+	if err := <-errc; err == nil {
+		t.Fatal("the request finished before the caller hung up")
+	}
+	time.Sleep(50 * time.Millisecond) // the server notices the hang-up
+	close(release)
+
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		recs, err := e.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: "acme", Kind: ladder.AuditCallResult})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 1 {
+			if !strings.Contains(string(recs[0].Data), `"status":"ok"`) {
+				t.Fatalf("call result = %s, want status ok: the upstream answered", recs[0].Data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d call results recorded 3 s after the upstream answered, want 1", len(recs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("upstream called %d times, want 1", n)
 	}
 }

@@ -391,6 +391,11 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	if s.runner == nil {
 		return CallResult{}, errors.New("no executor configured")
 	}
+	// Once the call is recorded as begun it runs to its end and its result
+	// is recorded, even if the caller goes away meanwhile: cancelling it
+	// halfway would leave a call that may have run with no result, and the
+	// executor bounds it with its own timeout.
+	ctx = context.WithoutCancel(ctx)
 	out, xerr := s.runner.Execute(ctx, c.Executor, upstream.Request{CallID: got.ID, Workspace: got.Workspace, Capability: c.ID, Payload: got.Payload, Scope: got.Scope, IdempotencyKey: got.IdempotencyKey})
 	done := ladder.NormTime(s.now())
 	got.FinishedAt, got.UpstreamStatus = &done, out.Status
@@ -404,6 +409,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		if le.Err != nil {
 			got.Error += ": " + le.Err.Error()
 		}
+		s.log.WarnContext(ctx, "upstream call failed", "call_id", got.ID, "capability", c.ID, "code", le.Code, "err", got.Error)
 	} else {
 		got.Status, got.Result = ladder.CallOK, out.Body
 	}

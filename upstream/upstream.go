@@ -53,6 +53,8 @@ type Pool struct {
 	getenv func(string) string
 	log    *slog.Logger
 	http   *http.Client
+	// transport is http's, shared by the MCP sessions.
+	transport *http.Transport
 	// Rewrite maps an executor URL to the one to dial (the demo's "demo:"
 	// URLs to its in-process upstream). Nil leaves URLs as they are.
 	Rewrite func(url string) string
@@ -66,8 +68,14 @@ func NewPool(getenv func(string) string, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pool{getenv: getenv, log: log, sessions: map[string]*sdk.ClientSession{},
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}}
+	// One transport for both kinds of executor, keeping enough idle
+	// connections per upstream for the calls in flight: with
+	// http.DefaultTransport's 2, concurrent MCP calls to one upstream opened
+	// and closed a TCP connection almost every call.
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true}
+	return &Pool{getenv: getenv, log: log, sessions: map[string]*sdk.ClientSession{}, transport: tr,
+		http: &http.Client{Transport: tr}}
 }
 
 // Close ends the pool's MCP sessions.
@@ -78,6 +86,7 @@ func (p *Pool) Close() error {
 		s.Close()
 		delete(p.sessions, k)
 	}
+	p.transport.CloseIdleConnections()
 	return nil
 }
 
@@ -182,14 +191,19 @@ func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Re
 
 // headerTransport adds the executor's headers to every request of an MCP
 // session.
-type headerTransport struct{ h http.Header }
+type headerTransport struct {
+	base http.RoundTripper
+	h    http.Header
+}
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header[k] = v
+	if len(t.h) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.h {
+			r.Header[k] = v
+		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return t.base.RoundTrip(r)
 }
 
 // session returns the reused MCP session of an upstream server.
@@ -201,7 +215,7 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*sdk.ClientSessi
 		return s, nil
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
-	s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: headerTransport{p.headers(x)}}}, nil)
+	s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: headerTransport{base: p.transport, h: p.headers(x)}}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +252,12 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: x.Tool, Arguments: args})
 	if err != nil {
 		// A broken session is dropped so the next call reconnects; the call
-		// itself is not retried, since it may have run.
-		p.dropSession(x, s)
+		// itself is not retried, since it may have run. A call that ended
+		// because its own context did (the timeout) says nothing about the
+		// session, which other calls may be using.
+		if ctx.Err() == nil {
+			p.dropSession(x, s)
+		}
 		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s failed", x.Tool), err)
 	}
 	var texts []string

@@ -63,6 +63,10 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	}
 	defer up.Close()
 	st.pool.Rewrite = up.Resolve
+	// The stand-in systems' address, for calling them directly (the
+	// capability benchmark compares a call through ladder with one made
+	// straight to the stand-in ledger at URL/ledger/mcp).
+	log.Info("demo upstream listening", "url", up.URL)
 
 	start := time.Now()
 	fmt.Fprintf(e.stdout, "Seeding %d weeks of history…\n", demo.Weeks)
