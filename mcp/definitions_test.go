@@ -1,8 +1,10 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder/internal/testenv"
+	"github.com/ladderhq/ladder/mcp"
 )
 
 // bearerTransport adds the key to every request of the go-sdk client.
@@ -201,6 +204,31 @@ func TestPortableToolNames(t *testing.T) {
 		r, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil || r.IsError {
 			t.Fatalf("call %s: %v %+v", name, err, r)
+		}
+	}
+}
+
+// TestColonToolNamesWarnOnce: canonical capability names carry ':', which
+// the go-sdk reports as an error for every tool on every rebuild; the
+// operator gets one warning that names the tools and the way out instead.
+func TestColonToolNamesWarnOnce(t *testing.T) {
+	e := testenv.Start(t, "")
+	for _, names := range []string{mcp.NamesCanonical, mcp.NamesPortable} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		if _, err := mcp.New(mcp.Options{Service: e.Svc, Logger: log, ToolNames: names}); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if strings.Contains(out, "AddTool") || strings.Contains(out, `"level":"ERROR"`) {
+			t.Errorf("%s names: the SDK's tool-name errors reached the log:\n%s", names, out)
+		}
+		warned := strings.Count(out, "--tool-names portable")
+		switch {
+		case names == mcp.NamesCanonical && (warned != 1 || !strings.Contains(out, "ticket6:readLedger")):
+			t.Errorf("canonical names: want one warning naming ticket6:readLedger and --tool-names portable, got:\n%s", out)
+		case names == mcp.NamesPortable && warned != 0:
+			t.Errorf("portable names: want no warning, got:\n%s", out)
 		}
 	}
 }

@@ -113,6 +113,9 @@ func New(opts Options) (*Handler, error) {
 	for _, ws := range h.svc.WorkspaceIDs() {
 		h.servers[ws] = h.buildServer(ws)
 	}
+	if opts.ToolNames == NamesCanonical {
+		h.warnColonNames()
+	}
 	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		p, ok := principalFrom(r.Context())
 		if !ok {
@@ -417,6 +420,24 @@ func (h *Handler) notServed(workspace, name string) *ladder.Error {
 	return nil
 }
 
+// warnColonNames says once, at start-up, that canonical capability tool
+// names carry ':' (the go-sdk would say so as an error on every rebuild).
+func (h *Handler) warnColonNames() {
+	var names []string
+	for _, ws := range h.svc.WorkspaceIDs() {
+		w, _ := h.svc.Workspace(ws)
+		for _, c := range w.Capabilities {
+			if c.Served && strings.Contains(c.ID, ":") {
+				names = append(names, c.ID)
+			}
+		}
+	}
+	if len(names) > 0 {
+		h.log.Warn("capability tools are named by their ids, which contain ':'; MCP recommends tool names of letters, digits, '_', '-' and '.', and a client that enforces it will not list them — start with --tool-names portable to serve ticket6_readLedger-style names (calls accept both)",
+			"tools", strings.Join(names, ", "))
+	}
+}
+
 // portable spells a capability id in the portable tool-name form.
 func portable(id string) string { return strings.ReplaceAll(id, ":", "_") }
 
@@ -473,7 +494,8 @@ func (h *Handler) writeRPCError(w http.ResponseWriter, status int, id json.RawMe
 
 // minLevel passes on only the records at or above min, so the SDK's
 // per-request session chatter (Info) stays out of the log while its
-// warnings and errors stay in.
+// warnings and errors stay in — all but its complaint about ':' in tool
+// names, which New replaces with one warning that says what to do.
 type minLevel struct {
 	slog.Handler
 	min slog.Level
@@ -481,6 +503,17 @@ type minLevel struct {
 
 func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+// colonNameComplaint starts the SDK's error for a tool name outside
+// [A-Za-z0-9_.-], logged on every (re)build of a workspace's tools.
+const colonNameComplaint = "AddTool: invalid tool name"
+
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, colonNameComplaint) && strings.Contains(r.Message, `contains invalid characters: ":"`) {
+		return nil
+	}
+	return m.Handler.Handle(ctx, r)
 }
 
 func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
