@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -167,7 +169,10 @@ func matchType(val any, t reflect.Type, path string) error {
 			return nil // type mismatch is reported by json.Unmarshal
 		}
 		fields := structFields(t)
-		for key, sub := range obj {
+		// Keys in sorted order, so a body with two faults names the same
+		// one every time.
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			sub := obj[key]
 			ft, ok := fields[key]
 			if !ok {
 				names := make([]string, 0, len(fields))
@@ -199,8 +204,8 @@ func matchType(val any, t reflect.Type, path string) error {
 		if !ok {
 			return nil
 		}
-		for key, sub := range obj {
-			if err := matchType(sub, t.Elem(), join(path, key)); err != nil {
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			if err := matchType(obj[key], t.Elem(), join(path, key)); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package strictjson_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -62,4 +63,21 @@ func FuzzUnmarshal(f *testing.F) {
 		var b body
 		_ = strictjson.Unmarshal(data, &b) // must not panic
 	})
+}
+
+// TestFaultsNamedInAStableOrder: with several unknown keys the error names
+// the same one every time (the first in sorted order), so a client, a log
+// and a golden transcript see one answer for one body.
+func TestFaultsNamedInAStableOrder(t *testing.T) {
+	var v struct {
+		Step string `json:"step"`
+	}
+	body := []byte(`{"zeta":1,"beta":2,"alpha":3,"step":"x","gamma":4}`)
+	for range 50 {
+		err := strictjson.Unmarshal(body, &v)
+		var se *strictjson.Error
+		if !errors.As(err, &se) || se.Path != "alpha" {
+			t.Fatalf("error = %v, want the unknown field alpha named", err)
+		}
+	}
 }
