@@ -17,12 +17,11 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/bench/internal/baseline"
 	"github.com/ladderhq/ladder/config"
-	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/internal/testenv"
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
-	"github.com/ladderhq/ladder/upstream"
 )
 
 // The in-process benchmarks call each /mcp handler's ServeHTTP directly
@@ -104,14 +103,7 @@ func BenchmarkLadderRouteItem(b *testing.B) {
 // the call to the demo's stand-in ledger (a go-sdk MCP server on a
 // loopback port) over the pool's reused session.
 func BenchmarkLadderCapability(b *testing.B) {
-	up, err := demo.StartUpstream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { up.Close() })
-	pool := upstream.NewPool(func(string) string { return "" }, nil)
-	pool.Rewrite = up.Resolve
-	b.Cleanup(func() { pool.Close() })
+	pool, _ := testenv.DemoPool(b)
 	h, token := ladderHandler(b, "partner-programs", pool)
 	benchHandler(b, h, ledgerTool, "Bearer "+token)
 }

@@ -121,14 +121,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if opts.WrapStore != nil {
 		svcStore = opts.WrapStore(st)
 	}
-	up, err := demo.StartUpstream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { up.Close() })
-	pool := upstream.NewPool(func(string) string { return "" }, nil)
-	pool.Rewrite = up.Resolve
-	t.Cleanup(func() { pool.Close() })
+	pool, up := DemoPool(t)
 	var runner service.Runner = pool
 	if opts.Runner != nil {
 		runner = opts.Runner
@@ -164,6 +157,21 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		}
 	}
 	return e
+}
+
+// DemoPool starts the demo's stand-in upstream and returns an executor pool
+// whose demo: URLs reach it; both stop when the test ends.
+func DemoPool(tb testing.TB) (*upstream.Pool, *demo.Upstream) {
+	tb.Helper()
+	up, err := demo.StartUpstream()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { up.Close() })
+	pool := upstream.NewPool(func(string) string { return "" }, nil)
+	pool.Rewrite = up.Resolve
+	tb.Cleanup(func() { pool.Close() })
+	return pool, up
 }
 
 // Response is a decoded HTTP response.
