@@ -30,6 +30,7 @@ const (
 	CodeBadCursor           Code = "BAD_CURSOR"
 	CodeBodyTooLarge        Code = "BODY_TOO_LARGE"
 	CodeConflict            Code = "CONFLICT"
+	CodeIdempotencyKeyUsed  Code = "IDEMPOTENCY_KEY_REUSED"
 	CodeAlreadyReviewed     Code = "ALREADY_REVIEWED"
 	CodeApprovalClosed      Code = "APPROVAL_CLOSED"
 	CodeApprovalExpired     Code = "APPROVAL_EXPIRED"
@@ -86,6 +87,7 @@ var codeTable = []CodeInfo{
 	{CodeBadCursor, http.StatusBadRequest, RPCInvalidParams, "the page cursor is not one this server issued"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, RPCRefused, "the body is over 1 MiB"},
 	{CodeConflict, http.StatusConflict, RPCRefused, "the object changed; reload and try again"},
+	{CodeIdempotencyKeyUsed, http.StatusConflict, RPCInvalidParams, "the idempotency_key was used before with another payload or scope"},
 	{CodeAlreadyReviewed, http.StatusConflict, RPCRefused, "the route was reviewed already; mark an adjudication to override"},
 	{CodeApprovalClosed, http.StatusConflict, RPCRefused, "the approval was decided already"},
 	{CodeApprovalExpired, http.StatusGone, RPCRefused, "the approval expired before a person decided"},

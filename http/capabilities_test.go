@@ -403,3 +403,53 @@ func TestCallerGoneStillRecordsTheResult(t *testing.T) {
 		t.Errorf("upstream called %d times, want 1", n)
 	}
 }
+
+// TestIdempotencyKeyReusedWithAnotherPayload: a repeat of an idempotency key
+// with the same payload gets the first answer; with another payload or
+// scope it is refused and nothing runs — the first answer would tell the
+// agent that an action it did not ask for is the one that ran.
+func TestIdempotencyKeyReusedWithAnotherPayload(t *testing.T) {
+	c := startCapEnv(t)
+	before := c.Upstream.Calls()
+	first := c.call("acme:post", map[string]any{"payload": map[string]any{"bill_id": "B-<7>&"}, "idempotency_key": "K-1"})
+	if first.Status != 200 || first.Body["status"] != "executed" {
+		t.Fatalf("first call: %d %s", first.Status, first.Raw)
+	}
+	same := c.call("acme:post", map[string]any{"payload": map[string]any{"bill_id": "B-<7>&"}, "idempotency_key": "K-1"})
+	if same.Status != 200 || same.Body["replayed"] != true || same.Body["call_id"] != first.Body["call_id"] {
+		t.Fatalf("the same payload again: %d %s", same.Status, same.Raw)
+	}
+	other := c.call("acme:post", map[string]any{"payload": map[string]any{"bill_id": "B-8"}, "idempotency_key": "K-1"})
+	if other.Status != http.StatusConflict || other.ErrorCode() != "IDEMPOTENCY_KEY_REUSED" {
+		t.Fatalf("another payload with the same key: %d %s", other.Status, other.Raw)
+	}
+	if e := other.Body["error"].(map[string]any); e["data"].(map[string]any)["call_id"] != first.Body["call_id"] || !strings.Contains(e["hint"].(string), "new idempotency_key") {
+		t.Errorf("refusal does not name the first call and the way out: %s", other.Raw)
+	}
+	if n := c.Upstream.Calls() - before; n != 1 {
+		t.Errorf("upstream ran %d times, want 1", n)
+	}
+
+	// A human gate: the same for the approval a key created.
+	args := func(commission, program string) map[string]any {
+		return map[string]any{"payload": map[string]any{"commission_id": commission}, "program": program, "idempotency_key": "K-2"}
+	}
+	ap := c.call("acme:human", args("c-<1>", "p1"))
+	if ap.Status != http.StatusAccepted || ap.Body["status"] != "approval_requested" {
+		t.Fatalf("human gate: %d %s", ap.Status, ap.Raw)
+	}
+	if again := c.call("acme:human", args("c-<1>", "p1")); again.Body["approval_id"] != ap.Body["approval_id"] {
+		t.Fatalf("the same request again made another approval: %s", again.Raw)
+	}
+	if r := c.call("acme:human", args("c-2", "p1")); r.Status != http.StatusConflict || r.ErrorCode() != "IDEMPOTENCY_KEY_REUSED" ||
+		r.Body["error"].(map[string]any)["data"].(map[string]any)["approval_id"] != ap.Body["approval_id"] {
+		t.Fatalf("another payload for the approval's key: %d %s", r.Status, r.Raw)
+	}
+	pending, err := c.Store.ListApprovals(t.Context(), ladder.ApprovalQuery{Workspace: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 {
+		t.Errorf("%d approvals, want 1", len(pending))
+	}
+}

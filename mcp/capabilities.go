@@ -173,7 +173,7 @@ func (h *Handler) capabilitySchema(workspace string, c ladder.Capability) map[st
 	}
 	props := map[string]any{
 		"payload":         payload,
-		"idempotency_key": map[string]any{"type": "string", "description": "A key unique to this action (e.g. the bill id). A repeat with the same key returns the first result and never runs again.", "maxLength": 200},
+		"idempotency_key": map[string]any{"type": "string", "description": "A key unique to this action (e.g. the bill id). A repeat with the same key and payload returns the first result and never runs again; the same key with another payload is refused (IDEMPOTENCY_KEY_REUSED).", "maxLength": 200},
 	}
 	required := []any{}
 	w, _ := h.svc.Workspace(workspace)

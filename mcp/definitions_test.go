@@ -232,3 +232,23 @@ func TestColonToolNamesWarnOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyKeyReusedIsAToolError: an agent that reuses a key with
+// another payload can fix that itself, so it gets an isError result naming
+// the refusal, not a protocol error.
+func TestIdempotencyKeyReusedIsAToolError(t *testing.T) {
+	e := testenv.Start(t, "")
+	key := e.Keys["partner-programs/agent"]
+	args := func(commission string) map[string]any {
+		return map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1",
+			"payload": map[string]any{"commission_id": commission}, "idempotency_key": "commission-1"}
+	}
+	first := callTool(t, e, key, "ticket6:approveCommission", args("c-1"))
+	if first.IsError || first.RPCError != nil || first.Structured["approval_id"] == nil {
+		t.Fatalf("first call: %s", first.Raw)
+	}
+	again := callTool(t, e, key, "ticket6:approveCommission", args("c-2"))
+	if !again.IsError || !strings.HasPrefix(again.Text, "IDEMPOTENCY_KEY_REUSED: ") || !strings.Contains(again.Text, "new idempotency_key") {
+		t.Fatalf("reused key with another payload: %s", again.Raw)
+	}
+}

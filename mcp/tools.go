@@ -169,6 +169,8 @@ var modelFixable = map[ladder.Code]bool{
 	ladder.CodeRouteNotFound:    true,
 	ladder.CodeApprovalNotFound: true,
 	ladder.CodeNotFound:         true,
+	// The model can send a new key or the first payload.
+	ladder.CodeIdempotencyKeyUsed: true,
 }
 
 // loadSchema reads an embedded schema and adds the shared definitions it

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -349,11 +350,38 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 	if err != nil {
 		return ladder.Approval{}, err
 	}
-	got, _, err := s.store.CreateApproval(ctx, ap, e)
+	got, created, err := s.store.CreateApproval(ctx, ap, e)
 	if err != nil {
 		return ladder.Approval{}, storeErr("create approval", err)
 	}
+	if !created {
+		if err := sameRequest(ap.IdempotencyKey, got.Payload, got.Scope, ap.Payload, ap.Scope, "approval_id", got.ID); err != nil {
+			return ladder.Approval{}, err
+		}
+	}
 	return got, nil
+}
+
+// sameRequest refuses a repeat of an idempotency key whose payload or scope
+// differ from the first request's: answering with the first result would
+// tell the agent that an action it did not ask for is the one that ran (or
+// waits for a person). Payloads are compared canonical (a stored record may
+// spell '<' as \u003c).
+func sameRequest(key string, firstPayload json.RawMessage, firstScope map[string]string, payload json.RawMessage, scope map[string]string, idField, id string) error {
+	a, aerr := ladder.CanonicalJSON(firstPayload)
+	b, berr := ladder.CanonicalJSON(payload)
+	samePayload := aerr == nil && berr == nil && bytes.Equal(a, b)
+	if samePayload && maps.Equal(firstScope, scope) {
+		return nil
+	}
+	what := "payload"
+	if samePayload {
+		what = "scope"
+	}
+	return &ladder.Error{Code: ladder.CodeIdempotencyKeyUsed,
+		Message: fmt.Sprintf("idempotency_key %q was used before with another %s.", key, what),
+		Hint:    "nothing ran; send a new idempotency_key for a different action, or repeat the first " + what + " exactly to get the first answer",
+		Data:    map[string]any{idField: id, "field": "idempotency_key"}}
 }
 
 func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval, res CallResult) (CallResult, error) {
@@ -385,6 +413,9 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		return CallResult{}, storeErr("begin call", err)
 	}
 	if !created {
+		if err := sameRequest(call.IdempotencyKey, got.Payload, got.Scope, call.Payload, call.Scope, "call_id", got.ID); err != nil {
+			return CallResult{}, err
+		}
 		return s.replay(got, res)
 	}
 	res.CallID, res.AuditSeq = got.ID, got.AuditSeq

@@ -279,8 +279,12 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 					}
 				case "call":
 					want := a.calls[c.key]
+					// The same payload as the acknowledged call: a key
+					// repeated with another payload is refused.
+					var n int
+					fmt.Sscanf(c.key, "C-%d", &n)
 					st, m, err := post(client, srv.url+"/v1/capabilities/tms:postBill/call", agent,
-						map[string]any{"payload": map[string]any{"bill_id": c.key, "amount_usd": 1}, "idempotency_key": c.key})
+						map[string]any{"payload": map[string]any{"bill_id": c.key, "amount_usd": 100 + n%900}, "idempotency_key": c.key})
 					got, _ := m["call_id"].(string)
 					if want.status == "approval_requested" {
 						got, _ = m["approval_id"].(string)
@@ -291,6 +295,8 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 					}
 				}
 				if bad.Load() > 20 {
+					for range jobs { // enough reported; let the sender finish
+					}
 					return
 				}
 			}
