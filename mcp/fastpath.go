@@ -24,9 +24,10 @@ import (
 // slow"): a bare go-sdk server answers a no-op tool at about 2k calls/s on
 // two cores where a plain handler answers 20k. Nearly all of an agent's
 // traffic is tools/call, so the front door answers the plainest form of it
-// itself — the form whose every SDK check passes trivially — and hands
-// everything else (initialize, tools/list, ping, notifications, protocol
-// 2026-07-28 requests, _meta, tasks, unusual headers or ids) to the SDK.
+// itself — the form whose every SDK check passes trivially, under every
+// protocol version — and hands everything else (initialize, tools/list,
+// ping, notifications, progress tokens and other _meta, tasks, unusual
+// headers or ids) to the SDK.
 //
 // The answer is the SDK's own: the same tool run (toolRun), the same
 // sdk.CallToolResult marshalled by its own MarshalJSON, and the same
@@ -210,7 +211,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 			if res.Meta == nil {
 				res.Meta = sdk.Meta{}
 			}
-			res.Meta[sdk.MetaKeyServerInfo] = h.implementation()
+			res.Meta[sdk.MetaKeyServerInfo] = h.impl
 		}
 	}
 	body, merr := frame(id, res, err, stateless)

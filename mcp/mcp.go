@@ -85,6 +85,8 @@ type Handler struct {
 	sdkOnly bool
 	// fastCalls counts the calls the fast path answered.
 	fastCalls atomic.Int64
+	// impl is how the server names itself to clients.
+	impl *sdk.Implementation
 }
 
 // workspaceServer is one workspace's SDK server and its tool names.
@@ -106,7 +108,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.ToolNames != NamesCanonical && opts.ToolNames != NamesPortable {
 		return nil, fmt.Errorf("mcp: tool names %q: use canonical or portable", opts.ToolNames)
 	}
-	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry)}
+	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry),
+		impl: &sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: opts.Version}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -144,18 +147,6 @@ type principalKey struct{}
 func principalFrom(ctx context.Context) (ladder.Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(ladder.Principal)
 	return p, ok
-}
-
-// principalOf recovers the caller of a tool call from the token info the
-// front door attached.
-func principalOf(req *sdk.CallToolRequest) (ladder.Principal, bool) {
-	if req.Extra == nil || req.Extra.TokenInfo == nil {
-		return ladder.Principal{}, false
-	}
-	ti := req.Extra.TokenInfo
-	ws, _ := ti.Extra["workspace"].(string)
-	kind, _ := ti.Extra["kind"].(string)
-	return ladder.Principal{KeyID: ti.UserID, Workspace: ws, Kind: ladder.KeyKind(kind)}, true
 }
 
 // envelope is a JSON-RPC request as the front door reads it.
@@ -218,12 +209,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), principalKey{}, p)
 	ctx = context.WithValue(ctx, baseURLKey{}, h.baseURLFor(r))
 	if env.Method == "tools/call" {
-		cp, registered, cerr := h.checkToolCall(p, env)
+		cp, registered, run, cerr := h.checkToolCall(p, env)
 		if cerr != nil {
 			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
 		}
-		if run := h.fastRun(p.Workspace, registered); run != nil && fastEligible(r, env, cp) {
+		if !h.sdkOnly && fastEligible(r, env, cp) {
 			h.serveCall(ctx, w, r, run, p, env.ID, cp.Arguments)
 			return
 		}
@@ -340,28 +331,28 @@ type callParams struct {
 }
 
 // checkToolCall refuses a tool the workspace does not serve; it returns the
-// call's params and the registered name of the tool (an accepted alternate
-// name, portable or canonical, maps to it).
-func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (callParams, string, *ladder.Error) {
+// call's params, the registered name of the tool (an accepted alternate
+// name, portable or canonical, maps to it) and the tool's run.
+func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (callParams, string, toolRun, *ladder.Error) {
 	var cp callParams
 	// The whole body passed strictjson.Check in parseEnvelope.
 	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
-		return cp, "", &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
 	}
 	h.mu.Lock()
 	ws := h.servers[p.Workspace]
 	h.mu.Unlock()
 	if ws == nil {
-		return cp, "", &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
 	}
 	registered, ok := ws.names[cp.Name]
 	if !ok {
 		if e := h.notServed(p.Workspace, cp.Name); e != nil {
-			return cp, "", e
+			return cp, "", nil, e
 		}
-		return cp, "", &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
 	}
-	return cp, registered, nil
+	return cp, registered, ws.calls[registered], nil
 }
 
 // renameTool rewrites a tools/call body to call the tool by its registered
@@ -377,20 +368,6 @@ func renameTool(body []byte, registered string) ([]byte, *ladder.Error) {
 		return nil, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry"}
 	}
 	return out, nil
-}
-
-// fastRun returns the run of a registered tool for the fast path, or nil
-// when the fast path is off.
-func (h *Handler) fastRun(workspace, registered string) toolRun {
-	if h.sdkOnly {
-		return nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ws := h.servers[workspace]; ws != nil {
-		return ws.calls[registered]
-	}
-	return nil
 }
 
 // baseURLFor is this server's public URL for links in answers.

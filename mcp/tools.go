@@ -196,14 +196,9 @@ func loadSchema(name string) map[string]any {
 	return m
 }
 
-// implementation is how the server names itself to clients.
-func (h *Handler) implementation() *sdk.Implementation {
-	return &sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: h.opts.Version}
-}
-
 // buildServer makes the SDK server of one workspace.
 func (h *Handler) buildServer(workspace string) *workspaceServer {
-	srv := sdk.NewServer(h.implementation(), &sdk.ServerOptions{
+	srv := sdk.NewServer(h.impl, &sdk.ServerOptions{
 		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first and route_item before acting on an item; act only when the decision is act_alone. Before an irreversible commit, call list_precondition_functions, then authorize, and act only on gate_state PASS. Capability tools run a call only when it is allowed; otherwise they return an approval_id to follow with approval_status.",
 		// Stateless, the SDK connects and closes a session per request and
 		// logs three Info lines for it; keep its warnings and errors only
@@ -244,7 +239,9 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: loadSchema(t.out), Annotations: &ann}
 	run := h.runner(name, t.call)
 	ws.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		p, ok := principalOf(req)
+		// The SDK hands tools the request's context, where the front door
+		// put the caller.
+		p, ok := principalFrom(ctx)
 		if !ok {
 			return nil, toRPCError(&ladder.Error{Code: ladder.CodeKeyMissing, Hint: "send an agent key"})
 		}

@@ -368,6 +368,8 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 // waits for a person). Payloads are compared canonical (a stored record may
 // spell '<' as \u003c).
 func sameRequest(key string, firstPayload json.RawMessage, firstScope map[string]string, payload json.RawMessage, scope map[string]string, idField, id string) error {
+	// Both sides: a call made from a stored approval carries the stored
+	// spelling too.
 	a, aerr := ladder.CanonicalJSON(firstPayload)
 	b, berr := ladder.CanonicalJSON(payload)
 	samePayload := aerr == nil && berr == nil && bytes.Equal(a, b)

@@ -30,7 +30,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 // chain's head is read from the table once per transaction, not kept across
 // them: another process may have appended since this one last did, and
 // BEGIN IMMEDIATE holds the write lock, so the head cannot move before the
-// commit. Within the transaction wtx keeps it (runBatch restores it when an
+// commit. Within the transaction wtx keeps it (runBatch forgets it when an
 // op's savepoint is rolled back).
 //
 // Each entry is stored as it is hashed: its time in UTC at microseconds (the

@@ -405,15 +405,14 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		}
 		errs = []error{nil}
 	} else {
-		// An op rolled back to its savepoint leaves the chain's head where
-		// it was before the op.
+		// An op rolled back to its savepoint may have appended to the
+		// chain: forget the head, and the next append reads it afresh.
 		guarded := make([]groupcommit.Op[*wtx], len(ops))
 		for i, op := range ops {
 			guarded[i] = func(w *wtx) error {
-				saved := w.head
 				err := op(w)
 				if err != nil {
-					w.head = saved
+					w.head.known = false
 				}
 				return err
 			}
