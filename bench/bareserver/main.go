@@ -10,25 +10,11 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	_ "net/http/pprof" // served only with -pprof, on its own listener
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/ladderhq/ladder/bench/internal/baseline"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:18951", "loopback address to listen on")
-	pprofAddr := flag.String("pprof", "", "if set, serve net/http/pprof on this loopback address")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := baseline.Serve(ctx, "bareserver", *addr, *pprofAddr, baseline.NewSDKHandler()); err != nil {
-		fmt.Fprintln(os.Stderr, "bareserver:", err)
-		os.Exit(1)
-	}
+	baseline.Main("bareserver", "127.0.0.1:18951", baseline.NewSDKHandler())
 }

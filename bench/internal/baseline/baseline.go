@@ -15,11 +15,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -161,4 +165,20 @@ func Serve(ctx context.Context, name, addr, pprofAddr string, h http.Handler) er
 		return err
 	}
 	return nil
+}
+
+// Main is the whole of a baseline server command: it reads -addr (default
+// defaultAddr) and -pprof, serves h until SIGINT or SIGTERM, and exits 1
+// with the error if serving fails.
+func Main(name, defaultAddr string, h http.Handler) {
+	addr := flag.String("addr", defaultAddr, "loopback address to listen on")
+	pprofAddr := flag.String("pprof", "", "if set, serve net/http/pprof on this loopback address")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, name, *addr, *pprofAddr, h); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		stop()
+		os.Exit(1)
+	}
 }
