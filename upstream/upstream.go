@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
@@ -67,8 +68,12 @@ type Pool struct {
 	// URLs to its in-process upstream). Nil leaves URLs as they are.
 	Rewrite func(url string) string
 
+	// sdkOnly sends every tools/call through go-sdk's client (tests compare
+	// the two paths).
+	sdkOnly bool
+
 	mu       sync.Mutex
-	sessions map[string]*sdk.ClientSession
+	sessions map[string]*mcpSession
 }
 
 // NewPool returns a pool. getenv resolves headers_from_env.
@@ -82,7 +87,7 @@ func NewPool(getenv func(string) string, log *slog.Logger) *Pool {
 	// and closed a TCP connection almost every call.
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true}
-	return &Pool{getenv: getenv, log: log, sessions: map[string]*sdk.ClientSession{}, transport: tr,
+	return &Pool{getenv: getenv, log: log, sessions: map[string]*mcpSession{}, transport: tr,
 		http: &http.Client{Transport: tr}}
 }
 
@@ -91,7 +96,7 @@ func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, s := range p.sessions {
-		s.Close()
+		s.cs.Close()
 		delete(p.sessions, k)
 	}
 	p.transport.CloseIdleConnections()
@@ -215,7 +220,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // session returns the reused MCP session of an upstream server.
-func (p *Pool) session(ctx context.Context, x ladder.Executor) (*sdk.ClientSession, error) {
+func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, error) {
 	url := p.url(x.URL)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -224,34 +229,39 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*sdk.ClientSessi
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
 	hc := &http.Client{Transport: headerTransport{base: p.transport, h: p.headers(x)}}
-	s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: SessionProtocolVersion})
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: SessionProtocolVersion})
 	if err != nil {
 		// A server that refuses the older protocol gets the SDK's newest.
 		var err2 error
-		if s, err2 = client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil); err2 != nil {
+		if cs, err2 = client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil); err2 != nil {
 			return nil, err
 		}
 	}
+	s := newMCPSession(cs, url, hc, p.sdkOnly)
 	p.sessions[url] = s
 	return s, nil
 }
 
-func (p *Pool) dropSession(x ladder.Executor, s *sdk.ClientSession) {
+func (p *Pool) dropSession(x ladder.Executor, s *mcpSession) {
 	url := p.url(x.URL)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sessions[url] == s {
 		delete(p.sessions, url)
-		s.Close()
+		s.cs.Close()
 	}
 }
 
 // callMCP calls the executor's tool with the payload's fields and the
-// scope as arguments.
+// scope as arguments: as a plain JSON-RPC POST on the session where its
+// protocol allows (callTool), through go-sdk's client otherwise.
 func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
 	args := map[string]any{}
 	if len(req.Payload) > 0 {
-		if err := json.Unmarshal(req.Payload, &args); err != nil {
+		// Numbers stay as sent: a float64 would round an id of 17 digits.
+		dec := json.NewDecoder(bytes.NewReader(req.Payload))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil || args == nil {
 			return Result{}, upstreamFailed(0, "the payload is not a JSON object", err)
 		}
 	}
@@ -262,34 +272,68 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	if err != nil {
 		return Result{}, upstreamFailed(0, "the upstream MCP server could not be reached", err)
 	}
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: x.Tool, Arguments: args})
+	var ans *toolAnswer
+	if s.direct {
+		var raw []byte
+		if raw, err = json.Marshal(args); err == nil {
+			ans, err = s.callTool(ctx, x.Tool, raw)
+		}
+	} else {
+		ans, err = sdkCallTool(ctx, s.cs, x.Tool, args)
+	}
 	if err != nil {
 		// A broken session is dropped so the next call reconnects; the call
-		// itself is not retried, since it may have run. A call that ended
+		// itself is not retried, since it may have run. A JSON-RPC error
+		// is the server's answer to this call, and a call that ended
 		// because its own context did (the timeout) says nothing about the
 		// session, which other calls may be using.
-		if ctx.Err() == nil {
+		var re *rpcError
+		var je *jsonrpc.Error
+		if ctx.Err() == nil && !errors.As(err, &re) && !errors.As(err, &je) {
 			p.dropSession(x, s)
 		}
 		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s failed", x.Tool), err)
 	}
 	var texts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*sdk.TextContent); ok {
-			texts = append(texts, t.Text)
+	for _, c := range ans.Content {
+		if c.Type == "text" {
+			texts = append(texts, c.Text)
 		}
 	}
-	if res.IsError {
+	if ans.IsError {
 		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s answered with an error: %s", x.Tool, strings.Join(texts, " ")), nil)
 	}
-	var body []byte
-	if res.StructuredContent != nil {
-		body, err = json.Marshal(res.StructuredContent)
-	} else {
-		body, err = json.Marshal(map[string]any{"text": strings.Join(texts, "\n")})
+	if sc := bytes.TrimSpace(ans.StructuredContent); len(sc) > 0 && string(sc) != "null" {
+		var b bytes.Buffer
+		if err := json.Compact(&b, sc); err != nil {
+			return Result{}, err
+		}
+		return Result{Body: b.Bytes()}, nil
 	}
+	body, err := json.Marshal(map[string]any{"text": strings.Join(texts, "\n")})
 	if err != nil {
 		return Result{}, err
 	}
 	return Result{Body: body}, nil
+}
+
+// sdkCallTool calls a tool through go-sdk's client and reads its answer as
+// callTool does.
+func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any) (*toolAnswer, error) {
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	ans := &toolAnswer{IsError: res.IsError}
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			ans.Content = append(ans.Content, contentBlock{"text", t.Text})
+		}
+	}
+	if res.StructuredContent != nil {
+		if ans.StructuredContent, err = json.Marshal(res.StructuredContent); err != nil {
+			return nil, err
+		}
+	}
+	return ans, nil
 }

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,51 +24,96 @@ import (
 type echoArgs struct {
 	Bill    string `json:"bill_id" jsonschema:"the bill"`
 	Program string `json:"program" jsonschema:"the scope"`
+	Amount  any    `json:"amount,omitempty" jsonschema:"an amount"`
 }
 
 type echoOut struct {
 	Bill    string `json:"bill_id"`
 	Program string `json:"program"`
+	Amount  any    `json:"amount,omitempty"`
 }
 
-// ledger starts a go-sdk server with one tool, echo, answering versions
-// (all of go-sdk's when empty), and returns its URL and the
-// MCP-Protocol-Version headers of the tools/call requests it received.
-func ledger(t *testing.T, versions []string) (string, func() []string) {
+// upstreamServer is a go-sdk MCP server on a loopback port, with what it
+// saw of the tools/call requests it received.
+type upstreamServer struct {
+	URL string
+	h   atomic.Pointer[http.Handler]
+	opt upstreamOptions
+
+	mu       sync.Mutex
+	versions []string // MCP-Protocol-Version of each tools/call
+	ids      []string // JSON-RPC id of each tools/call
+	bodies   []string // each tools/call as sent
+}
+
+type upstreamOptions struct {
+	versions []string // protocols it accepts (all of go-sdk's when empty)
+	stateful bool     // sessions and event-stream answers, not stateless JSON
+}
+
+// newUpstream starts a server with the tools echo (structured result), text
+// (text only) and fail (a tool error).
+func newUpstream(t *testing.T, opt upstreamOptions) *upstreamServer {
 	t.Helper()
-	s := sdk.NewServer(&sdk.Implementation{Name: "ledger", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: versions})
-	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the bill."},
-		func(ctx context.Context, req *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, echoOut, error) {
-			return nil, echoOut{Bill: in.Bill, Program: in.Program}, nil
-		})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
+	u := &upstreamServer{opt: opt}
+	u.reset()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			mu.Lock()
-			seen = append(seen, r.Header.Get("Mcp-Protocol-Version"))
-			mu.Unlock()
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
-		h.ServeHTTP(w, r)
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+			u.mu.Lock()
+			u.versions = append(u.versions, r.Header.Get("Mcp-Protocol-Version"))
+			u.ids = append(u.ids, string(m.ID))
+			u.bodies = append(u.bodies, string(body))
+			u.mu.Unlock()
+		}
+		(*u.h.Load()).ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen)
-	}
+	u.URL = srv.URL
+	return u
 }
 
-func call(t *testing.T, p *upstream.Pool, url string) upstream.Result {
-	t.Helper()
-	x := ladder.Executor{Kind: ladder.ExecMCP, URL: url, Tool: "echo"}
-	res, err := p.Execute(context.Background(), x, upstream.Request{CallID: "c1", Payload: json.RawMessage(`{"bill_id":"B-7"}`),
+// reset replaces the server's handler with a new one, which knows none of
+// the sessions the old one opened (as after a restart).
+func (u *upstreamServer) reset() {
+	s := sdk.NewServer(&sdk.Implementation{Name: "ledger", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: u.opt.versions})
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the bill."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, echoOut, error) {
+			return nil, echoOut{Bill: in.Bill, Program: in.Program, Amount: in.Amount}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "text", Description: "Answer in text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "posted"}, &sdk.TextContent{Text: "ref 7"}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "fail", Description: "Fail.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "bill B-7 is locked"}}}, nil
+		})
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+		&sdk.StreamableHTTPOptions{Stateless: !u.opt.stateful, JSONResponse: !u.opt.stateful})
+	u.h.Store(&h)
+}
+
+func (u *upstreamServer) seen() (versions, ids []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.versions), slices.Clone(u.ids)
+}
+
+func execute(p *upstream.Pool, url, tool, payload string) (upstream.Result, error) {
+	x := ladder.Executor{Kind: ladder.ExecMCP, URL: url, Tool: tool}
+	return p.Execute(context.Background(), x, upstream.Request{CallID: "c1", Payload: json.RawMessage(payload),
 		Scope: map[string]string{"program": "p-1"}})
+}
+
+func call(t *testing.T, p *upstream.Pool, url string) {
+	t.Helper()
+	res, err := execute(p, url, "echo", `{"bill_id":"B-7"}`)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
@@ -72,30 +121,184 @@ func call(t *testing.T, p *upstream.Pool, url string) upstream.Result {
 	if err := json.Unmarshal(res.Body, &out); err != nil || out != (echoOut{Bill: "B-7", Program: "p-1"}) {
 		t.Fatalf("result %s (%v), want the tool's structured content with the payload and the scope", res.Body, err)
 	}
-	return res
 }
 
 // The pool asks an upstream for protocol 2025-11-25 first: it costs less per
 // call than 2026-07-28 on both ends and says the same for a tools/call.
 func TestSessionSpeaksTheOlderProtocol(t *testing.T) {
-	url, seen := ledger(t, nil)
+	u := newUpstream(t, upstreamOptions{})
 	p := upstream.NewPool(nil, nil)
 	defer p.Close()
 	for range 3 {
-		call(t, p, url)
+		call(t, p, u.URL)
 	}
-	if got := seen(); !slices.Equal(got, []string{upstream.SessionProtocolVersion, upstream.SessionProtocolVersion, upstream.SessionProtocolVersion}) {
+	if got, _ := u.seen(); !slices.Equal(got, []string{upstream.SessionProtocolVersion, upstream.SessionProtocolVersion, upstream.SessionProtocolVersion}) {
 		t.Fatalf("tools/call MCP-Protocol-Version headers %q, want %s on each of the 3 calls", got, upstream.SessionProtocolVersion)
 	}
 }
 
-// A server that speaks only the newest protocol is still reached.
+// A server that speaks only the newest protocol is still reached (through
+// go-sdk's client, which adds what that protocol asks of each request).
 func TestSessionFallsBackToTheNewestProtocol(t *testing.T) {
-	url, seen := ledger(t, []string{"2026-07-28"})
+	u := newUpstream(t, upstreamOptions{versions: []string{"2026-07-28"}})
 	p := upstream.NewPool(nil, nil)
 	defer p.Close()
-	call(t, p, url)
-	if got := seen(); len(got) != 1 || got[0] != "2026-07-28" {
+	call(t, p, u.URL)
+	if got, _ := u.seen(); len(got) != 1 || got[0] != "2026-07-28" {
 		t.Fatalf("tools/call MCP-Protocol-Version headers %q, want the one call at 2026-07-28", got)
+	}
+}
+
+// A tools/call sent as a plain JSON-RPC POST on the session gets the same
+// outcome as through go-sdk's client, from a stateless server answering
+// JSON and from a stateful one answering with an event stream.
+func TestDirectCallMatchesSDK(t *testing.T) {
+	calls := []struct{ tool, payload string }{
+		{"echo", `{"bill_id":"B-7"}`},
+		{"echo", `{"bill_id":"<B&7>","amount":12.5}`},
+		{"text", `{}`},
+		{"fail", `{}`},
+		{"nosuchtool", `{}`},
+		{"echo", `{"bill_id":7}`}, // fails the tool's input schema
+	}
+	for _, opt := range []upstreamOptions{{}, {stateful: true}} {
+		name := map[bool]string{false: "stateless JSON", true: "stateful event stream"}[opt.stateful]
+		t.Run(name, func(t *testing.T) {
+			u := newUpstream(t, opt)
+			direct, viaSDK := upstream.NewPool(nil, nil), upstream.SDKOnly(upstream.NewPool(nil, nil))
+			defer direct.Close()
+			defer viaSDK.Close()
+			for _, c := range calls {
+				got, gerr := execute(direct, u.URL, c.tool, c.payload)
+				want, werr := execute(viaSDK, u.URL, c.tool, c.payload)
+				if (gerr == nil) != (werr == nil) {
+					t.Fatalf("%s %s: direct %s, %v; go-sdk %s, %v", c.tool, c.payload, got.Body, gerr, want.Body, werr)
+				}
+				if werr != nil {
+					// go-sdk wraps the server's message ("calling
+					// \"tools/call\": …"); the direct path keeps it bare.
+					g, w := ladder.AsError(gerr), ladder.AsError(werr)
+					if g.Code != w.Code || g.Message != w.Message || (g.Err == nil) != (w.Err == nil) ||
+						g.Err != nil && !strings.Contains(w.Err.Error(), g.Err.Error()) {
+						t.Errorf("%s %s: direct %v; go-sdk %v", c.tool, c.payload, gerr, werr)
+					}
+					continue
+				}
+				if !jsonEqual(got.Body, want.Body) {
+					t.Errorf("%s %s: direct %s; go-sdk %s", c.tool, c.payload, got.Body, want.Body)
+				}
+			}
+			_, ids := u.seen()
+			var plain int
+			for _, id := range ids {
+				if strings.HasPrefix(id, `"ladder-`) {
+					plain++
+				}
+			}
+			if plain != len(calls) {
+				t.Errorf("%d of the %d tools/call ids %q are the direct path's; want half", plain, len(ids), ids)
+			}
+		})
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflectEqual(x, y)
+}
+
+func reflectEqual(x, y any) bool {
+	a, _ := json.Marshal(x)
+	b, _ := json.Marshal(y)
+	return bytes.Equal(a, b)
+}
+
+// A server may notify and ask the client things in the middle of a call, on
+// the call's event stream: the notification is skipped, the ping answered
+// (the server answers the call only then), and the call's answer read. The
+// server is written out by hand, since go-sdk's sends its requests on
+// another stream.
+func TestDirectCallAnswersTheServersPing(t *testing.T) {
+	pong := make(chan json.RawMessage, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}}`, m.ID)
+		case m.Method == "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\",\"progress\":1}}\n\n")
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"ping\"}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case res := <-pong:
+				fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\n", m.ID)
+				fmt.Fprintf(w, "data: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"pong %s\"}]}}\n\n", res)
+			case <-time.After(5 * time.Second):
+			}
+		case string(m.ID) == `"srv-1"` && m.Result != nil:
+			pong <- m.Result
+			w.WriteHeader(http.StatusAccepted)
+		default: // notifications/initialized
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	res, err := execute(p, srv.URL, "chatty", `{}`)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if string(res.Body) != `{"text":"pong {}"}` {
+		t.Fatalf("result %s, want the answer the server sent once its ping was answered", res.Body)
+	}
+}
+
+// A server that forgets the session (a restart) fails the call that finds
+// out, without retrying it; the next call opens a new session.
+func TestForgottenSessionIsReopened(t *testing.T) {
+	u := newUpstream(t, upstreamOptions{stateful: true})
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	call(t, p, u.URL)
+	u.reset()
+	_, err := execute(p, u.URL, "echo", `{"bill_id":"B-8"}`)
+	if le := ladder.AsError(err); err == nil || le.Code != ladder.CodeUpstreamFailed {
+		t.Fatalf("the call on a forgotten session: %v, want UPSTREAM_FAILED", err)
+	}
+	call(t, p, u.URL)
+	if _, ids := u.seen(); len(ids) != 3 {
+		t.Fatalf("tools/call ids %q: want 3 calls, none retried", ids)
+	}
+}
+
+// Numbers in the payload reach the upstream as they were sent: a float64
+// would round a 17-digit id.
+func TestPayloadNumbersKeepTheirDigits(t *testing.T) {
+	u := newUpstream(t, upstreamOptions{})
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	if _, err := execute(p, u.URL, "echo", `{"bill_id":"B-9","amount":12345678901234567}`); err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.bodies) != 1 || !strings.Contains(u.bodies[0], `"amount":12345678901234567`) {
+		t.Fatalf("the upstream received %q, want amount 12345678901234567", u.bodies)
 	}
 }
