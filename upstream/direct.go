@@ -73,6 +73,9 @@ type rpcMessage struct {
 	Error  *rpcError       `json:"error"`
 }
 
+// maxAnswer bounds one answer (or one event) of an upstream tool.
+const maxAnswer = 4 << 20
+
 // errSession marks a failure that says the session is unusable (the server
 // forgot it, or answered outside the protocol): the pool drops it so the
 // next call opens a new one.
@@ -119,8 +122,15 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	}
 	switch ct {
 	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the answer: %v", errSession, err)
+		}
+		if len(data) > maxAnswer {
+			return nil, fmt.Errorf("the answer is over %d MiB", maxAnswer>>20)
+		}
 		var m rpcMessage
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&m); err != nil {
+		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("%w: the answer is not JSON-RPC: %v", errSession, err)
 		}
 		return s.answer(m, id)
@@ -162,7 +172,7 @@ func (s *mcpSession) answer(m rpcMessage, id string) (*toolAnswer, error) {
 // readStream reads server-sent events until the call's response.
 func (s *mcpSession) readStream(ctx context.Context, r io.Reader, id string) (*toolAnswer, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 16<<10), 4<<20)
+	sc.Buffer(make([]byte, 0, 16<<10), maxAnswer)
 	var data bytes.Buffer
 	for sc.Scan() {
 		line := sc.Bytes()

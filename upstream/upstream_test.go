@@ -52,7 +52,7 @@ type upstreamOptions struct {
 }
 
 // newUpstream starts a server with the tools echo (structured result), text
-// (text only) and fail (a tool error).
+// (text only), fail (a tool error) and huge (5 MiB of text).
 func newUpstream(t *testing.T, opt upstreamOptions) *upstreamServer {
 	t.Helper()
 	u := &upstreamServer{opt: opt}
@@ -93,6 +93,10 @@ func (u *upstreamServer) reset() {
 	s.AddTool(&sdk.Tool{Name: "fail", Description: "Fail.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "bill B-7 is locked"}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "huge", Description: "Answer 5 MiB.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 5<<20)}}}, nil
 		})
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 		&sdk.StreamableHTTPOptions{Stateless: !u.opt.stateful, JSONResponse: !u.opt.stateful})
@@ -300,5 +304,19 @@ func TestPayloadNumbersKeepTheirDigits(t *testing.T) {
 	defer u.mu.Unlock()
 	if len(u.bodies) != 1 || !strings.Contains(u.bodies[0], `"amount":12345678901234567`) {
 		t.Fatalf("the upstream received %q, want amount 12345678901234567", u.bodies)
+	}
+}
+
+// An answer over 4 MiB fails the call instead of filling memory, whether it
+// comes as JSON or as an event.
+func TestOversizedAnswerFails(t *testing.T) {
+	for _, opt := range []upstreamOptions{{}, {stateful: true}} {
+		u := newUpstream(t, opt)
+		p := upstream.NewPool(nil, nil)
+		_, err := execute(p, u.URL, "huge", `{}`)
+		p.Close()
+		if le := ladder.AsError(err); err == nil || le.Code != ladder.CodeUpstreamFailed {
+			t.Errorf("stateful %v: a 5 MiB answer: %v, want UPSTREAM_FAILED", opt.stateful, err)
+		}
 	}
 }
