@@ -81,6 +81,11 @@ const maxAnswer = 4 << 20
 // next call opens a new one.
 var errSession = errors.New("the upstream session is no longer usable")
 
+// errSessionGone is the server's 404 for a session it no longer knows
+// (it restarted, or expired the session). The spec has the client open a
+// new session; the call did not run, so it is safe to send it again there.
+var errSessionGone = fmt.Errorf("%w: the server no longer knows the session", errSession)
+
 // callTool sends tools/call as one JSON-RPC POST on the session, as go-sdk's
 // client would, and reads the answer from a JSON body or an event stream.
 // go-sdk's client costs about a fifth of a proxied call (a JSON-RPC
@@ -109,7 +114,7 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound && s.cs.ID() != "" {
-		return nil, fmt.Errorf("%w: the server answered 404 for session %s", errSession, s.cs.ID())
+		return nil, fmt.Errorf("%w (HTTP 404 for session %s)", errSessionGone, s.cs.ID())
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode/100 != 2 {

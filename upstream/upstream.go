@@ -268,18 +268,29 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	for k, v := range req.Scope {
 		args[k] = v
 	}
-	s, err := p.session(ctx, x)
+	raw, err := json.Marshal(args)
 	if err != nil {
-		return Result{}, upstreamFailed(0, "the upstream MCP server could not be reached", err)
+		return Result{}, err
 	}
-	var ans *toolAnswer
-	if s.direct {
-		var raw []byte
-		if raw, err = json.Marshal(args); err == nil {
-			ans, err = s.callTool(ctx, x.Tool, raw)
+	var (
+		s   *mcpSession
+		ans *toolAnswer
+	)
+	for attempt := 1; ; attempt++ {
+		if s, err = p.session(ctx, x); err != nil {
+			return Result{}, upstreamFailed(0, "the upstream MCP server could not be reached", err)
 		}
-	} else {
-		ans, err = sdkCallTool(ctx, s.cs, x.Tool, args)
+		if s.direct {
+			ans, err = s.callTool(ctx, x.Tool, raw)
+		} else {
+			ans, err = sdkCallTool(ctx, s.cs, x.Tool, args)
+		}
+		if attempt > 1 || !errors.Is(err, errSessionGone) {
+			break
+		}
+		// The server forgot the session, so the call did not run: open a
+		// new session and send it once more.
+		p.dropSession(x, s)
 	}
 	if err != nil {
 		// A broken session is dropped so the next call reconnects; the call

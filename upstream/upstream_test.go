@@ -36,9 +36,10 @@ type echoOut struct {
 // upstreamServer is a go-sdk MCP server on a loopback port, with what it
 // saw of the tools/call requests it received.
 type upstreamServer struct {
-	URL string
-	h   atomic.Pointer[http.Handler]
-	opt upstreamOptions
+	URL  string
+	h    atomic.Pointer[http.Handler]
+	opt  upstreamOptions
+	runs atomic.Int64 // echo's runs
 
 	mu       sync.Mutex
 	versions []string // MCP-Protocol-Version of each tools/call
@@ -84,6 +85,7 @@ func (u *upstreamServer) reset() {
 	s := sdk.NewServer(&sdk.Implementation{Name: "ledger", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: u.opt.versions})
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the bill."},
 		func(ctx context.Context, req *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, echoOut, error) {
+			u.runs.Add(1)
 			return nil, echoOut{Bill: in.Bill, Program: in.Program, Amount: in.Amount}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "text", Description: "Answer in text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -273,21 +275,21 @@ func TestDirectCallAnswersTheServersPing(t *testing.T) {
 	}
 }
 
-// A server that forgets the session (a restart) fails the call that finds
-// out, without retrying it; the next call opens a new session.
+// A server that forgets the session (a restart, an expiry) answers 404 for
+// it: the call did not run there, so the pool opens a new session and sends
+// it once more, and the agent never sees the restart.
 func TestForgottenSessionIsReopened(t *testing.T) {
 	u := newUpstream(t, upstreamOptions{stateful: true})
 	p := upstream.NewPool(nil, nil)
 	defer p.Close()
 	call(t, p, u.URL)
 	u.reset()
-	_, err := execute(p, u.URL, "echo", `{"bill_id":"B-8"}`)
-	if le := ladder.AsError(err); err == nil || le.Code != ladder.CodeUpstreamFailed {
-		t.Fatalf("the call on a forgotten session: %v, want UPSTREAM_FAILED", err)
-	}
 	call(t, p, u.URL)
+	if got := u.runs.Load(); got != 2 {
+		t.Fatalf("the tool ran %d times, want 2: once per call", got)
+	}
 	if _, ids := u.seen(); len(ids) != 3 {
-		t.Fatalf("tools/call ids %q: want 3 calls, none retried", ids)
+		t.Fatalf("tools/call ids %q: want 3 (the second call sent again once on the new session)", ids)
 	}
 }
 
