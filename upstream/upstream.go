@@ -68,6 +68,11 @@ type Pool struct {
 	// URLs to its in-process upstream). Nil leaves URLs as they are.
 	Rewrite func(url string) string
 
+	// Observe, when set, is told of every call Execute runs: the executor
+	// kind, the capability, the outcome (ok, failed or timeout) and how long
+	// it took. Set it before the first call.
+	Observe func(executor, capability, outcome string, d time.Duration)
+
 	// sdkOnly sends every tools/call through go-sdk's client (tests compare
 	// the two paths).
 	sdkOnly bool
@@ -129,6 +134,25 @@ func (p *Pool) headers(x ladder.Executor) http.Header {
 
 // Execute runs req with x's executor under x's timeout.
 func (p *Pool) Execute(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
+	start := time.Now()
+	res, err := p.execute(ctx, x, req)
+	if p.Observe != nil {
+		kind, outcome := x.Kind, "ok"
+		if kind == "" {
+			kind = ladder.ExecRecord
+		}
+		if err != nil {
+			outcome = "failed"
+			if ladder.AsError(err).Code == ladder.CodeUpstreamTimeout {
+				outcome = "timeout"
+			}
+		}
+		p.Observe(kind, req.Capability, outcome, time.Since(start))
+	}
+	return res, err
+}
+
+func (p *Pool) execute(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
 	timeout := x.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

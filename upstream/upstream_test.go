@@ -322,3 +322,35 @@ func TestOversizedAnswerFails(t *testing.T) {
 		}
 	}
 }
+
+// Observe hears of every call with its executor, capability and outcome.
+func TestObserveNamesTheOutcome(t *testing.T) {
+	u := newUpstream(t, upstreamOptions{})
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // answers only once the test is over
+	}))
+	defer slow.Close()
+	defer close(release)
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	var got []string
+	p.Observe = func(executor, capability, outcome string, d time.Duration) {
+		got = append(got, executor+" "+capability+" "+outcome)
+	}
+	for _, c := range []struct {
+		x   ladder.Executor
+		cap string
+	}{
+		{ladder.Executor{Kind: ladder.ExecMCP, URL: u.URL, Tool: "echo"}, "l:echo"},
+		{ladder.Executor{Kind: ladder.ExecMCP, URL: u.URL, Tool: "fail"}, "l:fail"},
+		{ladder.Executor{Kind: ladder.ExecHTTP, URL: slow.URL, Timeout: 50 * time.Millisecond}, "s:post"},
+		{ladder.Executor{Kind: ladder.ExecRecord}, "r:note"},
+	} {
+		p.Execute(context.Background(), c.x, upstream.Request{Capability: c.cap, Payload: json.RawMessage(`{"bill_id":"B-1"}`), Scope: map[string]string{"program": "p"}})
+	}
+	want := []string{"mcp l:echo ok", "mcp l:fail failed", "http s:post timeout", "record r:note ok"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("observed %q, want %q", got, want)
+	}
+}

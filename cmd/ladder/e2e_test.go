@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -214,6 +215,43 @@ func TestEndToEndMCP(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&pack)
 		if pack.Lane != "auto" || pack.AuditRate != 0.1 || pack.Figures.Rolling4.Accuracy < 0.99 || !strings.HasPrefix(pack.Why, "Audits in the last 2 weeks: ") {
 			t.Fatalf("post_tms pack: %+v", pack)
+		}
+	})
+
+	// A capability call reaches the demo's upstream MCP server over the
+	// pool's session and shows in /metrics, so an operator can tell a slow
+	// upstream from a slow ladder.
+	t.Run("capability call counted in /metrics", func(t *testing.T) {
+		partner := d.Keys.Workspaces["partner-programs"]["agent"]
+		client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{partner}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		for range 2 {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ticket6:readLedger",
+				Arguments: map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}})
+			if err != nil || res.IsError {
+				t.Fatalf("ticket6:readLedger: %v %+v", err, res)
+			}
+			if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"balance"`) {
+				t.Fatalf("ticket6:readLedger answered %s, want the ledger's entries and balance", sc)
+			}
+		}
+		resp, err := http.Get(d.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{
+			`ladder_upstream_calls_total{capability="ticket6:readLedger",executor="mcp",outcome="ok"} 2`,
+			`ladder_upstream_call_seconds_count{capability="ticket6:readLedger",executor="mcp"} 2`,
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
+	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 	"github.com/ladderhq/ladder/upstream"
@@ -95,6 +96,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	if err := checkToolDefinitions(ctx, st, reg); err != nil {
 		return err
 	}
+	st.pool.Observe = metrics.UpstreamObserver(reg)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,16 +20,16 @@ func Refusals(reg prometheus.Registerer) *prometheus.CounterVec {
 	return register(reg, c)
 }
 
-// register registers c with reg, or returns the counter of the same name
+// register registers c with reg, or returns the collector of the same name
 // reg already holds.
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if reg == nil {
 		return c
 	}
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+			if existing, ok := are.ExistingCollector.(C); ok {
 				return existing
 			}
 		}
@@ -45,4 +46,25 @@ func ToolDefinitionChanges(reg prometheus.Registerer) *prometheus.CounterVec {
 		Name: "ladder_tool_definition_changes_total",
 		Help: "Capability definitions found changed, added or removed since the previous start, by workspace, capability and change.",
 	}, []string{"workspace", "capability", "change"}))
+}
+
+// UpstreamObserver returns a function that counts each executed capability
+// call in ladder_upstream_calls_total{executor, capability, outcome} and
+// records the upstream's time in ladder_upstream_call_seconds{executor,
+// capability}, registered on reg on first use: what an operator needs to
+// tell a slow or failing upstream from a slow ladder.
+func UpstreamObserver(reg prometheus.Registerer) func(executor, capability, outcome string, d time.Duration) {
+	calls := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ladder_upstream_calls_total",
+		Help: "Capability calls executed, by executor (http, mcp, record), capability and outcome (ok, failed, timeout).",
+	}, []string{"executor", "capability", "outcome"}))
+	secs := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ladder_upstream_call_seconds",
+		Help:    "Time an executed capability call took upstream, by executor and capability.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"executor", "capability"}))
+	return func(executor, capability, outcome string, d time.Duration) {
+		calls.WithLabelValues(executor, capability, outcome).Inc()
+		secs.WithLabelValues(executor, capability).Observe(d.Seconds())
+	}
 }
