@@ -77,8 +77,16 @@ type Pool struct {
 	// the two paths).
 	sdkOnly bool
 
-	mu       sync.Mutex
-	sessions map[string]*mcpSession
+	mu    sync.Mutex
+	slots map[string]*sessionSlot // by upstream URL
+}
+
+// sessionSlot holds one upstream's session. Its own lock is held while the
+// session is opened, so a slow or unreachable upstream holds up only the
+// calls to it, not the calls to every other upstream.
+type sessionSlot struct {
+	mu sync.Mutex
+	s  *mcpSession
 }
 
 // NewPool returns a pool. getenv resolves headers_from_env.
@@ -92,17 +100,23 @@ func NewPool(getenv func(string) string, log *slog.Logger) *Pool {
 	// and closed a TCP connection almost every call.
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true}
-	return &Pool{getenv: getenv, log: log, sessions: map[string]*mcpSession{}, transport: tr,
+	return &Pool{getenv: getenv, log: log, slots: map[string]*sessionSlot{}, transport: tr,
 		http: &http.Client{Transport: tr}}
 }
 
 // Close ends the pool's MCP sessions.
 func (p *Pool) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, s := range p.sessions {
-		s.cs.Close()
-		delete(p.sessions, k)
+	slots := p.slots
+	p.slots = map[string]*sessionSlot{}
+	p.mu.Unlock()
+	for _, slot := range slots {
+		slot.mu.Lock()
+		if slot.s != nil {
+			slot.s.cs.Close()
+			slot.s = nil
+		}
+		slot.mu.Unlock()
 	}
 	p.transport.CloseIdleConnections()
 	return nil
@@ -243,13 +257,27 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// session returns the reused MCP session of an upstream server.
-func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, error) {
-	url := p.url(x.URL)
+// slot returns the session slot of an upstream URL.
+func (p *Pool) slot(url string) *sessionSlot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s, ok := p.sessions[url]; ok {
-		return s, nil
+	sl, ok := p.slots[url]
+	if !ok {
+		sl = &sessionSlot{}
+		p.slots[url] = sl
+	}
+	return sl
+}
+
+// session returns the reused MCP session of an upstream server, opening it
+// on first use.
+func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, error) {
+	url := p.url(x.URL)
+	sl := p.slot(url)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.s != nil {
+		return sl.s, nil
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
 	hc := &http.Client{Transport: headerTransport{base: p.transport, h: p.headers(x)}}
@@ -261,17 +289,18 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, err
 			return nil, err
 		}
 	}
-	s := newMCPSession(cs, url, hc, p.sdkOnly)
-	p.sessions[url] = s
-	return s, nil
+	sl.s = newMCPSession(cs, url, hc, p.sdkOnly)
+	return sl.s, nil
 }
 
+// dropSession closes s if it is still its upstream's session, so the next
+// call opens a new one.
 func (p *Pool) dropSession(x ladder.Executor, s *mcpSession) {
-	url := p.url(x.URL)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sessions[url] == s {
-		delete(p.sessions, url)
+	sl := p.slot(p.url(x.URL))
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.s == s {
+		sl.s = nil
 		s.cs.Close()
 	}
 }

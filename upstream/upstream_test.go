@@ -354,3 +354,42 @@ func TestObserveNamesTheOutcome(t *testing.T) {
 		t.Fatalf("observed %q, want %q", got, want)
 	}
 }
+
+// An upstream that hangs while its session opens holds up only the calls to
+// it: a call to another upstream completes meanwhile.
+func TestHungUpstreamHoldsUpOnlyItself(t *testing.T) {
+	healthy := newUpstream(t, upstreamOptions{})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		<-release
+	}))
+	defer hung.Close()
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	defer close(release) // first, so the hung session's opening ends
+
+	hungDone := make(chan error, 1)
+	go func() {
+		_, err := p.Execute(context.Background(), ladder.Executor{Kind: ladder.ExecMCP, URL: hung.URL, Tool: "echo", Timeout: time.Minute},
+			upstream.Request{Capability: "h:echo", Payload: json.RawMessage(`{}`)})
+		hungDone <- err
+	}()
+	<-arrived // the hung upstream's session is being opened now
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call(t, p, healthy.URL)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a call to a healthy upstream waited for another upstream's session to open")
+	}
+	select {
+	case err := <-hungDone:
+		t.Fatalf("the call to the hung upstream returned before it was released: %v", err)
+	default:
+	}
+}
