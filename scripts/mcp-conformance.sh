@@ -54,19 +54,23 @@ for scenario in server-initialize ping tools-list dns-rebinding-protection; do
     echo "$out"; fail=1; continue
   fi
   echo "$out" | tail -2
-  echo "$out" | grep -Eq "Passed: ([0-9]+)/\1, 0 failed" || { echo "$out"; fail=1; }
+  grep -Eq "Passed: ([0-9]+)/\1, 0 failed" <<<"$out" || { echo "$out"; fail=1; }
 done
 
 KEY="$(node -e 'console.log(require(process.argv[1]).workspaces["vantrow-bills"].agent)' "$WORK/keys.json")"
+# The Inspector's answers go to files and grep reads the files: with
+# pipefail, `echo "$list" | grep -q` fails when grep stops at its match
+# while echo is still writing the 64 KiB tools/list (EPIPE), which once
+# failed CI with "tools/list lacks which_steps_run_alone".
 echo "== inspector: tools/list with the Authorization header"
-list="$(mcp-inspector --cli "$URL/mcp" --transport http --method tools/list --header "Authorization: Bearer $KEY")"
+mcp-inspector --cli "$URL/mcp" --transport http --method tools/list --header "Authorization: Bearer $KEY" >"$WORK/list.json"
 for tool in which_steps_run_alone step_evidence route_item; do
-  echo "$list" | grep -q "\"name\": \"$tool\"" || { echo "tools/list lacks $tool"; echo "$list" | head -40; fail=1; }
+  grep -q "\"name\": \"$tool\"" "$WORK/list.json" || { echo "tools/list lacks $tool ($(wc -c <"$WORK/list.json") bytes)"; head -40 "$WORK/list.json"; fail=1; }
 done
 echo "== inspector: tools/call step_evidence"
-call="$(mcp-inspector --cli "$URL/mcp" --transport http --method tools/call --tool-name step_evidence \
-  --tool-arg "step=Decide hold or release" --header "Authorization: Bearer $KEY")"
-echo "$call" | grep -q "Decide hold or release is in shadow. Evidence to week 14" || { echo "$call" | head -20; fail=1; }
+mcp-inspector --cli "$URL/mcp" --transport http --method tools/call --tool-name step_evidence \
+  --tool-arg "step=Decide hold or release" --header "Authorization: Bearer $KEY" >"$WORK/call.json"
+grep -q "Decide hold or release is in shadow. Evidence to week 14" "$WORK/call.json" || { head -20 "$WORK/call.json"; fail=1; }
 
 if [ "$fail" -ne 0 ]; then
   echo "MCP conformance or Inspector check FAILED"; exit 1
