@@ -90,7 +90,7 @@ wait_port "$LADDER_ADDR" # listens only once seeded and the keys file is written
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
 # The stand-in ledger's address, from the demo's log line.
-upstream=$(sed -n 's/.*"msg":"demo upstream listening".*"url":"\([^"]*\)".*/\1/p' "$out/ladder-demo.log" | head -1)
+upstream=$(grep -m1 '"msg":"demo upstream listening"' "$out/ladder-demo.log" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p' || true)
 if [ -z "$upstream" ]; then
 	echo "run.sh: no 'demo upstream listening' line in $out/ladder-demo.log" >&2
 	exit 1
