@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -290,7 +291,18 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, err
 		}
 	}
 	sl.s = newMCPSession(cs, url, hc, p.sdkOnly)
+	p.log.Info("upstream MCP session opened", "url", redactURL(url), "protocol", sl.s.version,
+		"stateful", cs.ID() != "", "calls", map[bool]string{true: "plain POST", false: "go-sdk client"}[sl.s.direct])
 	return sl.s, nil
+}
+
+// redactURL drops a password from a URL before it is logged.
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // dropSession closes s if it is still its upstream's session, so the next

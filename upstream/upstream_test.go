@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -391,5 +392,25 @@ func TestHungUpstreamHoldsUpOnlyItself(t *testing.T) {
 	case err := <-hungDone:
 		t.Fatalf("the call to the hung upstream returned before it was released: %v", err)
 	default:
+	}
+}
+
+// Opening a session is logged with the protocol and how calls will go, and
+// without the password a URL may carry.
+func TestSessionOpeningIsLogged(t *testing.T) {
+	u := newUpstream(t, upstreamOptions{})
+	var buf bytes.Buffer
+	p := upstream.NewPool(nil, slog.New(slog.NewJSONHandler(&buf, nil)))
+	defer p.Close()
+	withPassword := strings.Replace(u.URL, "http://", "http://ops:s3cret-pw@", 1)
+	call(t, p, withPassword)
+	log := buf.String()
+	for _, want := range []string{`"msg":"upstream MCP session opened"`, `"protocol":"2025-11-25"`, `"calls":"plain POST"`, `ops:xxxxx@`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "s3cret-pw") {
+		t.Errorf("log shows the URL's password:\n%s", log)
 	}
 }
