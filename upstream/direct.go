@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,22 +56,13 @@ type contentBlock struct {
 	Text string `json:"text"`
 }
 
-// rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *rpcError) Error() string { return e.Message }
-
 // rpcMessage is any JSON-RPC message the server may send while a call is
 // open: the call's response, a notification, or a request of its own.
 type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Result *toolAnswer     `json:"result"`
-	Error  *rpcError       `json:"error"`
+	Error  *jsonrpc.Error  `json:"error"` // go-sdk's own, so one errors.As finds it from either path
 }
 
 // maxAnswer bounds one answer (or one event) of an upstream tool.
@@ -221,7 +213,7 @@ func (s *mcpSession) reply(ctx context.Context, m rpcMessage) error {
 	if m.Method == "ping" {
 		msg["result"] = struct{}{}
 	} else {
-		msg["error"] = rpcError{Code: -32601, Message: "method not found: ladder offers no client features"}
+		msg["error"] = jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: ladder offers no client features"}
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {

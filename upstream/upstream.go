@@ -282,17 +282,23 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, err
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
 	hc := &http.Client{Transport: headerTransport{base: p.transport, h: p.headers(x)}}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: SessionProtocolVersion})
+	connect := func(o *sdk.ClientSessionOptions) (*sdk.ClientSession, error) {
+		return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, o)
+	}
+	cs, err := connect(&sdk.ClientSessionOptions{ProtocolVersion: SessionProtocolVersion})
 	if err != nil {
 		// A server that refuses the older protocol gets the SDK's newest.
 		var err2 error
-		if cs, err2 = client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil); err2 != nil {
+		if cs, err2 = connect(nil); err2 != nil {
 			return nil, err
 		}
 	}
 	sl.s = newMCPSession(cs, url, hc, p.sdkOnly)
-	p.log.Info("upstream MCP session opened", "url", redactURL(url), "protocol", sl.s.version,
-		"stateful", cs.ID() != "", "calls", map[bool]string{true: "plain POST", false: "go-sdk client"}[sl.s.direct])
+	calls := "go-sdk client"
+	if sl.s.direct {
+		calls = "plain POST"
+	}
+	p.log.Info("upstream MCP session opened", "url", redactURL(url), "protocol", sl.s.version, "stateful", cs.ID() != "", "calls", calls)
 	return sl.s, nil
 }
 
@@ -363,9 +369,8 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		// is the server's answer to this call, and a call that ended
 		// because its own context did (the timeout) says nothing about the
 		// session, which other calls may be using.
-		var re *rpcError
 		var je *jsonrpc.Error
-		if ctx.Err() == nil && !errors.As(err, &re) && !errors.As(err, &je) {
+		if ctx.Err() == nil && !errors.As(err, &je) {
 			p.dropSession(x, s)
 		}
 		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s failed", x.Tool), err)
