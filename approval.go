@@ -115,6 +115,17 @@ type Call struct {
 	UpstreamStatus int               `json:"upstream_status,omitempty"`
 	StartedAt      time.Time         `json:"started_at"`
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	// Guard, when set, makes BeginCall store the call only while the step's
+	// lane epoch is still the one its route was decided in (else
+	// ErrLaneChanged): a call the agent runs alone commits under the lane in
+	// force at that moment, never under a lane it was routed in before.
+	Guard *LaneGuard `json:"-"`
+}
+
+// LaneGuard is the lane epoch a write was decided in.
+type LaneGuard struct {
+	Key       StepKey
+	LaneEpoch int
 }
 
 // ApprovalStore keeps approval requests.
@@ -126,6 +137,9 @@ type ApprovalStore interface {
 	// GetApproval returns an approval of the workspace, or ErrNotFound (also
 	// for another workspace's id).
 	GetApproval(ctx context.Context, workspace, id string) (Approval, error)
+	// ApprovalByKey returns the approval of the workspace and capability
+	// requested with an idempotency key, or ErrNotFound.
+	ApprovalByKey(ctx context.Context, workspace, capability, key string) (Approval, error)
 	// ListApprovals returns approvals matching q, newest first.
 	ListApprovals(ctx context.Context, q ApprovalQuery) ([]Approval, error)
 	// UpdateApproval stores a over the approval whose status is still from
@@ -139,10 +153,15 @@ type CallStore interface {
 	// BeginCall records a call as running, with its audit entry, before it
 	// executes. When c.IdempotencyKey is set and a call of the same
 	// workspace, capability and key exists, it returns that call and false:
-	// the caller must not execute again.
+	// the caller must not execute again. When c.Guard is set and the step's
+	// lane epoch is no longer c.Guard.LaneEpoch, it stores nothing and
+	// returns ErrLaneChanged.
 	BeginCall(ctx context.Context, c Call, audit AuditEntry) (Call, bool, error)
 	// FinishCall stores a running call's outcome, with its audit entry.
 	FinishCall(ctx context.Context, c Call, audit AuditEntry) (Call, error)
 	// GetCall returns a call of the workspace, or ErrNotFound.
 	GetCall(ctx context.Context, workspace, id string) (Call, error)
+	// CallByKey returns the call of the workspace and capability made with
+	// an idempotency key, or ErrNotFound.
+	CallByKey(ctx context.Context, workspace, capability, key string) (Call, error)
 }

@@ -29,6 +29,8 @@ const (
 	CodeInvalidJSON         Code = "INVALID_JSON"
 	CodeBadCursor           Code = "BAD_CURSOR"
 	CodeBodyTooLarge        Code = "BODY_TOO_LARGE"
+	CodeBodyTimeout         Code = "BODY_TIMEOUT"
+	CodeUnsupportedMedia    Code = "UNSUPPORTED_MEDIA_TYPE"
 	CodeConflict            Code = "CONFLICT"
 	CodeIdempotencyKeyUsed  Code = "IDEMPOTENCY_KEY_REUSED"
 	CodeAlreadyReviewed     Code = "ALREADY_REVIEWED"
@@ -86,6 +88,8 @@ var codeTable = []CodeInfo{
 	{CodeInvalidJSON, http.StatusBadRequest, RPCParseError, "the body is not valid strict JSON"},
 	{CodeBadCursor, http.StatusBadRequest, RPCInvalidParams, "the page cursor is not one this server issued"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, RPCRefused, "the body is over 1 MiB"},
+	{CodeBodyTimeout, http.StatusRequestTimeout, RPCRefused, "the body did not arrive within the body timeout (10 s by default); nothing was done"},
+	{CodeUnsupportedMedia, http.StatusUnsupportedMediaType, RPCRefused, "the body's Content-Type is not JSON; send Content-Type: application/json"},
 	{CodeConflict, http.StatusConflict, RPCRefused, "the object changed; reload and try again"},
 	{CodeIdempotencyKeyUsed, http.StatusConflict, RPCInvalidParams, "the idempotency_key was used before with another payload or scope"},
 	{CodeAlreadyReviewed, http.StatusConflict, RPCRefused, "the route was reviewed already; mark an adjudication to override"},
@@ -97,7 +101,7 @@ var codeTable = []CodeInfo{
 	{CodeUnknownFunction, http.StatusNotFound, RPCInvalidParams, "no precondition function of that name in the case"},
 	{CodeBypassToHuman, http.StatusForbidden, RPCRefused, "a person must decide this commit; evidence cannot authorize it"},
 	{CodeEvidenceInvalid, http.StatusBadRequest, RPCInvalidParams, "the evidence does not match the function's schema"},
-	{CodeRateLimited, http.StatusTooManyRequests, RPCRefused, "too many requests for this key; retry after the given time"},
+	{CodeRateLimited, http.StatusTooManyRequests, RPCRefused, "too many requests for this key, or too many at once for this key or (without a key) this address; retry after the given time"},
 	{CodeOverloaded, http.StatusServiceUnavailable, RPCRefused, "the server is at its concurrency cap; retry shortly"},
 	{CodeOriginRefused, http.StatusForbidden, RPCRefused, "the Origin header is not allowed"},
 	{CodeAuditUnavailable, http.StatusServiceUnavailable, RPCRefused, "the audit log cannot be written, so nothing runs"},
@@ -178,6 +182,10 @@ func AsError(err error) *Error {
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrLaneChanged means a write was decided under a lane epoch that is no
+	// longer the step's: the lane in force at commit decides, so the caller
+	// decides again from the current state. Nothing was written.
+	ErrLaneChanged = errors.New("the step's lane changed")
 	// ErrUnavailable means the store could not durably write; callers refuse
 	// with AUDIT_UNAVAILABLE and execute nothing.
 	ErrUnavailable = errors.New("store unavailable")

@@ -10,6 +10,7 @@ package ladder
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -147,6 +148,10 @@ type Route struct {
 	Features  json.RawMessage `json:"features,omitempty"`
 	KeyID     string          `json:"-"`
 	At        time.Time       `json:"at"`
+	// LaneEpoch is the step's lane epoch the route was decided in. A route
+	// is permission only inside that epoch: after any lane change the same
+	// item is decided afresh.
+	LaneEpoch int `json:"lane_epoch"`
 }
 
 // Review is a person's verdict on the agent's output for one routed item.
@@ -214,12 +219,16 @@ type WeekAgg struct {
 // StepState is the live, stored state of one step: its lane and what the
 // rules need to remember between reviews.
 type StepState struct {
-	Workspace       string    `json:"workspace"`
-	Queue           string    `json:"queue"`
-	Step            string    `json:"step"`
-	Lane            Lane      `json:"lane"`
-	LaneSince       time.Time `json:"lane_since"`
-	Epoch           int       `json:"epoch"`
+	Workspace string    `json:"workspace"`
+	Queue     string    `json:"queue"`
+	Step      string    `json:"step"`
+	Lane      Lane      `json:"lane"`
+	LaneSince time.Time `json:"lane_since"`
+	Epoch     int       `json:"epoch"`
+	// LaneEpoch counts every lane change (promotion, demotion, pin, unpin):
+	// routes are permission only within the lane epoch they were made in.
+	// Epoch, by contrast, counts only demotions, for the promotion rules.
+	LaneEpoch       int       `json:"lane_epoch"`
 	Pinned          bool      `json:"pinned"`
 	PinReason       string    `json:"pin_reason,omitempty"`
 	AuditRate       float64   `json:"audit_rate"`
@@ -229,6 +238,23 @@ type StepState struct {
 	// after 8 clean weeks counted from here.
 	AuditRateSince time.Time `json:"audit_rate_since,omitzero"`
 	Version        int64     `json:"version"`
+}
+
+// Changed returns the state after a lane change to lane to at time at: a
+// promotion, a demotion, a pin or an unpin. Every lane change starts a new
+// lane epoch, so no route made before it is permission after it (DESIGN.md
+// §4); a move down also starts a new promotion epoch, since after a demotion
+// only reviews taken after it count toward promotion again. Both stores and
+// the rules move lanes through this one function.
+func (s StepState) Changed(to Lane, at time.Time) StepState {
+	if to != s.Lane {
+		if slices.Index(Lanes, to) < slices.Index(Lanes, s.Lane) {
+			s.Epoch++
+		}
+		s.Lane, s.LaneSince = to, at
+	}
+	s.LaneEpoch++
+	return s
 }
 
 // LaneChange records one move of a step between lanes: the rule, the

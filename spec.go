@@ -1,6 +1,13 @@
 package ladder
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Workspace is a tenant as declared in the config: its queues and steps, its
 // capabilities, and the scope values that belong to it.
@@ -51,6 +58,12 @@ type Capability struct {
 	// Step, when set, ties the capability to a step ("queue/step" or a step
 	// id): the ladder decides whether the agent may act alone.
 	Step string `json:"step,omitempty"`
+	// Item names the payload field that identifies the work item of a
+	// step-tied call: a property name (bill_id) or a JSON pointer
+	// (/bill/id). The call's route, and so its audit sample, is for that
+	// item, never for a value the agent picks apart from the action (such
+	// as its idempotency key).
+	Item string `json:"item,omitempty"`
 	// Gate, when set, ties the capability to a gate precondition: the
 	// evidence decides.
 	Gate     *CapabilityGate `json:"gate,omitempty"`
@@ -82,4 +95,49 @@ type Executor struct {
 	// the config file). The caller's key is never forwarded.
 	Headers        map[string]string `json:"headers,omitempty"`
 	HeadersFromEnv map[string]string `json:"headers_from_env,omitempty"`
+}
+
+// ItemPath splits a capability's item field into the property names it
+// walks: "bill_id" is one name; a JSON pointer ("/bill/id", RFC 6901, with
+// ~1 for '/' and ~0 for '~') is one name per segment.
+func ItemPath(item string) ([]string, error) {
+	if item == "" {
+		return nil, errors.New("the item field is empty")
+	}
+	if !strings.HasPrefix(item, "/") {
+		return []string{item}, nil
+	}
+	segs := strings.Split(item[1:], "/")
+	for i, seg := range segs {
+		if seg == "" {
+			return nil, fmt.Errorf("JSON pointer %q has an empty segment", item)
+		}
+		segs[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+	}
+	return segs, nil
+}
+
+// ItemOf reads the work item a payload names at path (see ItemPath): a
+// non-empty string, or a number in its JSON spelling. ok is false when the
+// payload has no such value.
+func ItemOf(payload map[string]any, path []string) (item string, ok bool) {
+	var v any = payload
+	for _, seg := range path {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return "", false
+		}
+		if v, ok = m[seg]; !ok {
+			return "", false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x, strings.TrimSpace(x) != ""
+	case json.Number:
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	return "", false
 }

@@ -20,7 +20,12 @@ type Store interface {
 	GateStore
 	ApprovalStore
 	CallStore
-	// Ping reports whether the store can be read and written.
+	// Ping reports whether the store can be read and durably written now:
+	// it reads, then makes a small durable write of its own through the
+	// same path as every other write (an empty or read-only transaction
+	// would succeed on a full disk or a read-only database). The write
+	// leaves nothing a caller can see (no audit record). Anything that
+	// stops writes is an error wrapping ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Close flushes pending writes and releases the database.
 	Close() error
@@ -127,9 +132,11 @@ type LadderStore interface {
 	// ListStepStates returns the states of a workspace's steps.
 	ListStepStates(ctx context.Context, workspace string) ([]StepState, error)
 	// RecordRoute stores r unless a route for the same workspace, queue,
-	// step and item exists; either way it returns the stored route and
-	// whether it was created now. The audit entry is appended only when the
-	// route is created.
+	// step, item and lane epoch exists; either way it returns the stored
+	// route and whether it was created now. The audit entry is appended only
+	// when the route is created. When the step's lane epoch is no longer
+	// r.LaneEpoch (its lane changed since r was decided), it stores nothing
+	// and returns ErrLaneChanged: the caller decides again.
 	RecordRoute(ctx context.Context, r Route, audit AuditEntry) (Route, bool, error)
 	// GetRoute returns a route of the workspace by id, or ErrNotFound (also
 	// when the route belongs to another workspace).

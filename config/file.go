@@ -72,6 +72,7 @@ type fileCapability struct {
 	ReadOnly      bool           `yaml:"read_only,omitempty" json:"read_only,omitempty" jsonschema:"The upstream only reads: the MCP tool is annotated read-only and not destructive. Default false."`
 	Served        *bool          `yaml:"served,omitempty" json:"served,omitempty" jsonschema:"Whether the capability is offered. A declared but unserved capability is not listed and calls get -32602. Default true."`
 	Step          string         `yaml:"step,omitempty" json:"step,omitempty" jsonschema:"Step the capability is tied to, as step id or queue/step: the step's lane decides whether the agent may act alone."`
+	Item          string         `yaml:"item,omitempty" json:"item,omitempty" jsonschema:"Payload field that identifies the work item of a step-tied call, as a property name (bill_id) or a JSON pointer (/bill/id); required with step. The call is routed, and sampled for audit, for that item."`
 	Gate          *fileCapGate   `yaml:"gate,omitempty" json:"gate,omitempty" jsonschema:"Evidence gate precondition each call's evidence must PASS."`
 	Executor      *fileExecutor  `yaml:"executor,omitempty" json:"executor,omitempty" jsonschema:"How a permitted call is carried out. Required unless served is false."`
 }

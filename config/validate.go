@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -472,6 +473,7 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 		ReadOnly:    fc.ReadOnly,
 		Served:      fc.Served == nil || *fc.Served,
 		Step:        fc.Step,
+		Item:        fc.Item,
 	}
 	switch {
 	case fc.ID == "":
@@ -502,7 +504,11 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 	if fc.Step != "" {
 		if _, ok := ws.FindStep("", fc.Step); !ok {
 			b.fail(at+".step", "no step %q in workspace %q; expected a step id or queue/step (%s)", fc.Step, ws.ID, orNone(stepIDs(ws)))
+		} else {
+			b.item(fc, at)
 		}
+	} else {
+		b.item(fc, at)
 	}
 	if g := fc.Gate; g != nil {
 		c.Gate = &ladder.CapabilityGate{Case: g.Case, Fn: g.PreconditionFn}
@@ -523,6 +529,67 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 	}
 	c.Executor = b.executor(fc.Executor, at+".executor", c.Served)
 	return c
+}
+
+// item checks a capability's item field: a step-tied capability must name
+// the payload field that identifies its work item, and that field must be
+// a required string or integer property of the payload schema at every
+// level, so every valid call names an item.
+func (b *builder) item(fc *fileCapability, at string) {
+	switch {
+	case fc.Step == "" && fc.Item == "":
+		return
+	case fc.Step == "":
+		b.fail(at+".item", "item only applies to a capability tied to a step; add step or remove item")
+		return
+	case fc.Item == "":
+		b.fail(at+".item", "item is missing; a capability tied to a step names the payload field that identifies its work item (e.g. item: bill_id), so the route and the audit sample fall on that item and not on a value the agent picks")
+		return
+	}
+	path, err := ladder.ItemPath(fc.Item)
+	if err != nil {
+		b.fail(at+".item", "%v; expected a property name (bill_id) or a JSON pointer (/bill/id)", err)
+		return
+	}
+	schema := fc.PayloadSchema
+	for i, seg := range path {
+		props, _ := schema["properties"].(map[string]any)
+		prop, ok := props[seg].(map[string]any)
+		if !ok {
+			b.fail(at+".item", "item %q names %q, which is not a property of the payload schema (%s); expected a required property that identifies the work item", fc.Item, seg, orNone(sortedKeys(props)))
+			return
+		}
+		if !required(schema, seg) {
+			b.fail(at+".item", "item %q names %q, which the payload schema does not require; add it to required so every call names its item", fc.Item, seg)
+			return
+		}
+		t, _ := prop["type"].(string)
+		if i < len(path)-1 {
+			if t != "object" {
+				b.fail(at+".item", "item %q goes through %q, whose type is %s; expected object", fc.Item, seg, showValue(prop["type"]))
+				return
+			}
+		} else if t != "string" && t != "integer" {
+			b.fail(at+".item", "item %q names %q, whose type is %s; expected string or integer", fc.Item, seg, showValue(prop["type"]))
+			return
+		}
+		schema = prop
+	}
+}
+
+// required reports whether schema lists name among its required properties.
+func required(schema map[string]any, name string) bool {
+	switch r := schema["required"].(type) {
+	case []any:
+		for _, v := range r {
+			if v == name {
+				return true
+			}
+		}
+	case []string:
+		return slices.Contains(r, name)
+	}
+	return false
 }
 
 func (b *builder) executor(fe *fileExecutor, at string, served bool) ladder.Executor {

@@ -52,17 +52,21 @@ workspaces:
         description: Posts a bill to the TMS.
         payload_schema: {type: object, required: [bill_id], properties: {bill_id: {type: string, description: The bill.}}}
         step: q/auto_step
+        item: bill_id
         executor: {kind: http, url: "demo:tms"}
       - id: acme:propose
         title: Approve a rate
         description: Approves a rate.
-        payload_schema: {type: object, properties: {bill_id: {type: string, description: The bill.}, rate: {type: number, description: The rate.}}}
+        payload_schema: {type: object, required: [bill_id], properties: {bill_id: {type: string, description: The bill.}, rate: {type: number, description: The rate.}}}
         step: prop_step
+        item: bill_id
         executor: {kind: http, url: "demo:rates"}
       - id: acme:shadow
         title: Shadowed release
         description: Releases a hold.
+        payload_schema: {type: object, required: [bill_id], properties: {bill_id: {type: string, description: The bill.}}}
         step: shadow_step
+        item: bill_id
         executor: {kind: http, url: "demo:payments"}
       - id: acme:gated
         title: Gated release

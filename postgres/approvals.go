@@ -90,6 +90,20 @@ func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.A
 	return a, nil
 }
 
+// ApprovalByKey returns the approval requested with an idempotency key, or
+// ErrNotFound.
+func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key string) (ladder.Approval, error) {
+	if err := s.reading(); err != nil {
+		return ladder.Approval{}, fmt.Errorf("approval by key: %w", err)
+	}
+	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT seq, doc FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+		workspace, capability, key))
+	if err != nil {
+		return ladder.Approval{}, fmt.Errorf("approval by key: %w", s.readErr(err))
+	}
+	return a, nil
+}
+
 // ListApprovals returns approvals matching q, newest first.
 func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
 	if err := s.reading(); err != nil {
@@ -205,6 +219,19 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 			got, created = existing, false
 			return nil
 		}
+		if g := c.Guard; g != nil {
+			// Key-share-lock the step's state: a lane change on any replica
+			// either committed before this read (the call is refused) or
+			// waits until this call has committed.
+			var epoch int
+			if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
+				g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
+				return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
+			}
+			if epoch != g.LaneEpoch {
+				return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
+			}
+		}
 		got, created = c, true
 		return w.appendAudit(&recs, audit)
 	})
@@ -240,7 +267,20 @@ func (s *Store) FinishCall(ctx context.Context, c ladder.Call, audit ladder.Audi
 	return c, nil
 }
 
-// GetCall returns a call of the workspace.
+// CallByKey returns the call made with an idempotency key, or ErrNotFound.
+func (s *Store) CallByKey(ctx context.Context, workspace, capability, key string) (ladder.Call, error) {
+	if err := s.reading(); err != nil {
+		return ladder.Call{}, fmt.Errorf("call by key: %w", err)
+	}
+	c, err := scanCall(s.pool.QueryRow(ctx, `SELECT doc FROM calls WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+		workspace, capability, key))
+	if err != nil {
+		return ladder.Call{}, fmt.Errorf("call by key: %w", s.readErr(err))
+	}
+	return c, nil
+}
+
+// GetCall returns a call of the workspace, or ErrNotFound.
 func (s *Store) GetCall(ctx context.Context, workspace, id string) (ladder.Call, error) {
 	if err := s.reading(); err != nil {
 		return ladder.Call{}, fmt.Errorf("get call: %w", err)

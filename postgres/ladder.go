@@ -12,7 +12,7 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version"
+const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version, lane_epoch"
 
 // EnsureSteps inserts the state of every step that has none yet. Existing
 // states are kept. A new state starts at version 1, so IfVersion checks
@@ -47,9 +47,9 @@ func putStateSQL(st ladder.StepState, onConflict string) (string, []any, error) 
 	if !st.Lane.Valid() {
 		return "", nil, fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
-	return `INSERT INTO step_states (` + stateColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + onConflict,
+	return `INSERT INTO step_states (` + stateColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ` + onConflict,
 		[]any{st.Workspace, st.Queue, st.Step, string(st.Lane), nullTime(st.LaneSince), st.Epoch, st.Pinned,
-			st.PinReason, st.AuditRate, nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version}, nil
+			st.PinReason, st.AuditRate, nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version, st.LaneEpoch}, nil
 }
 
 // updateState stores st over the step's state.
@@ -58,10 +58,10 @@ func (w *wtx) updateState(st ladder.StepState) error {
 		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
 	_, err := w.exec(`UPDATE step_states SET lane = $1, lane_since = $2, epoch = $3, pinned = $4, pin_reason = $5,
-		audit_rate = $6, last_sev1_at = $7, last_audit_fail_at = $8, audit_rate_since = $9, version = $10
-		WHERE workspace = $11 AND queue = $12 AND step = $13`,
+		audit_rate = $6, last_sev1_at = $7, last_audit_fail_at = $8, audit_rate_since = $9, version = $10, lane_epoch = $11
+		WHERE workspace = $12 AND queue = $13 AND step = $14`,
 		string(st.Lane), nullTime(st.LaneSince), st.Epoch, st.Pinned, st.PinReason, st.AuditRate,
-		nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version,
+		nullTime(st.LastSev1At), nullTime(st.LastAuditFailAt), nullTime(st.AuditRateSince), st.Version, st.LaneEpoch,
 		st.Workspace, st.Queue, st.Step)
 	return err
 }
@@ -115,7 +115,7 @@ func scanState(r pgx.Row) (ladder.StepState, error) {
 		since, lastSev1, lastAF, rateSince *time.Time
 	)
 	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &st.Pinned, &st.PinReason,
-		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version); err != nil {
+		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version, &st.LaneEpoch); err != nil {
 		return ladder.StepState{}, err
 	}
 	st.Lane = ladder.Lane(lane)
@@ -123,15 +123,19 @@ func scanState(r pgx.Row) (ladder.StepState, error) {
 	return st, nil
 }
 
-const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at"
+const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at, lane_epoch"
 
-// RecordRoute stores r unless a route for the same workspace, queue, step
-// and item exists; either way it returns the stored route and whether it
-// was created now. The audit entry is appended only when the route is
-// created. The insert is ON CONFLICT DO NOTHING on the item's unique key,
-// followed by a read of the stored route: PostgreSQL makes a concurrent
-// insert of the same item (from this batch, or another replica's) wait for
-// the first one's commit, so every caller sees one route.
+// RecordRoute stores r unless a route for the same workspace, queue, step,
+// item and lane epoch exists; either way it returns the stored route and
+// whether it was created now. The audit entry is appended only when the
+// route is created. The insert is ON CONFLICT DO NOTHING on the item's
+// unique key, followed by a read of the stored route: PostgreSQL makes a
+// concurrent insert of the same item (from this batch, or another
+// replica's) wait for the first one's commit, so every caller sees one
+// route. The insert key-share-locks the step's state while the step is
+// still in the route's lane epoch, so a lane change on any replica either
+// commits first (and the route is not stored: ErrLaneChanged) or waits for
+// this one.
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
 	if r.ID == "" {
 		r.ID = ladder.NewID("rt")
@@ -148,8 +152,12 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		created bool
 	)
 	err := s.write(ctx, func(w *wtx) error {
-		q, args := insertRouteSQL(r, "ON CONFLICT (workspace, queue, step, item) DO NOTHING")
-		tag, err := w.exec(q, args...)
+		tag, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
+			WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $2 AND queue = $3 AND step = $4 FOR KEY SHARE), $14) = $14
+			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
+			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
+			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch)
 		if err != nil {
 			return err
 		}
@@ -157,8 +165,14 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 			got, created = r, true
 			return w.appendAudit(nil, audit)
 		}
+		// The item's route of this epoch, if the step is still in it.
 		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-			WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4`, r.Workspace, r.Queue, r.Step, r.Item))
+			WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4 AND lane_epoch = $5
+			AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE), $5) = $5`,
+			r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+		}
 		if err != nil {
 			return err
 		}
@@ -172,9 +186,9 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 }
 
 func insertRouteSQL(r ladder.Route, onConflict string) (string, []any) {
-	return `INSERT INTO routes (` + routeColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + onConflict,
+	return `INSERT INTO routes (` + routeColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ` + onConflict,
 		[]any{r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
-			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At)}
+			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch}
 }
 
 // GetRoute returns a route of the workspace by id, or ErrNotFound (also when
@@ -198,7 +212,7 @@ func scanRoute(r pgx.Row) (ladder.Route, error) {
 		features       []byte
 	)
 	if err := r.Scan(&rt.ID, &rt.Workspace, &rt.Queue, &rt.Step, &rt.Item, &decision, &lane, &rt.Audit,
-		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &rt.At); err != nil {
+		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &rt.At, &rt.LaneEpoch); err != nil {
 		return ladder.Route{}, err
 	}
 	rt.Decision, rt.Lane = ladder.Decision(decision), ladder.Lane(lane)
@@ -398,9 +412,9 @@ func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
 
 // SetLane applies a lane write: the step moves to w.Change.To (its current
 // lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves or the pin is set or cleared, and w.Audit is appended. A move down starts a new
-// epoch, since after a demotion only reviews taken after it count toward
-// promotion again. With IfVersion set, a state whose version differs is
+// when the lane moves or the pin is set or cleared (StepState.Changed: a
+// new lane epoch, and a new promotion epoch on a move down), and w.Audit is
+// appended. With IfVersion set, a state whose version differs is
 // ErrConflict. The state row is locked for the check, so the check holds
 // across replicas. Subscribers of every replica hear of the write.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
@@ -431,12 +445,7 @@ func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepSt
 			if err := w.insertLaneChange(c); err != nil {
 				return err
 			}
-			if to != cur.Lane {
-				next.Lane, next.LaneSince = to, c.At
-				if laneRank(to) < laneRank(cur.Lane) {
-					next.Epoch++
-				}
-			}
+			next = next.Changed(to, c.At)
 		}
 		if err := w.updateState(next); err != nil {
 			return err
@@ -709,7 +718,7 @@ func (w *wtx) importHistory(h ladder.History) error {
 			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
 			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
 			last_audit_fail_at = excluded.last_audit_fail_at, audit_rate_since = excluded.audit_rate_since,
-			version = step_states.version + 1`)
+			version = step_states.version + 1, lane_epoch = GREATEST(excluded.lane_epoch, step_states.lane_epoch + 1)`)
 		if err != nil {
 			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
 		}

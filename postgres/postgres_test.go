@@ -576,7 +576,7 @@ func TestDeadlockRetried(t *testing.T) {
 		return func(w *wtx) error {
 			runs.Add(1)
 			for i, item := range []string{first, second} {
-				q, args := insertRouteSQL(testRoute("rt_"+item+"_"+fmt.Sprint(runs.Load()), item), "ON CONFLICT (workspace, queue, step, item) DO NOTHING")
+				q, args := insertRouteSQL(testRoute("rt_"+item+"_"+fmt.Sprint(runs.Load()), item), "ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING")
 				if _, err := w.exec(q, args...); err != nil {
 					return err
 				}

@@ -226,20 +226,36 @@ func (s *Service) checkScope(workspace string, scope map[string]string) error {
 }
 
 // itemFor names the work item of a step-tied call for its route: the
-// idempotency key when given, otherwise a hash of the payload and scope, so
-// the same call routes the same way.
-func itemFor(a capabilityArgs) string {
-	if a.idempotencyKey != "" {
-		return a.idempotencyKey
+// payload field the capability declares (item: bill_id), so the route and
+// its audit sample fall on the business item, whatever idempotency key the
+// agent sends. A capability built without an item field (not from a config
+// file, which requires one) routes by a hash of the payload and scope.
+func itemFor(c ladder.Capability, a capabilityArgs) (string, error) {
+	if c.Item == "" {
+		data, _ := json.Marshal(map[string]any{"payload": a.payload, "scope": a.scope})
+		sum := sha256.Sum256(data)
+		return "call-" + hex.EncodeToString(sum[:8]), nil
 	}
-	data, _ := json.Marshal(map[string]any{"payload": a.payload, "scope": a.scope})
-	sum := sha256.Sum256(data)
-	return "call-" + hex.EncodeToString(sum[:8])
+	field := "payload." + strings.ReplaceAll(strings.TrimPrefix(c.Item, "/"), "/", ".")
+	path, err := ladder.ItemPath(c.Item)
+	if err != nil {
+		return "", fmt.Errorf("capability %s: %w", c.ID, err)
+	}
+	item, ok := ladder.ItemOf(a.payload, path)
+	switch {
+	case !ok:
+		return "", argError(field, "is required and must be a non-empty string or an integer", fmt.Sprintf("send the id of the work item this %s call is for in %s", c.ID, field))
+	case len(item) > 512:
+		return "", argError(field, "is longer than 512 characters", "send the item's id, not its content")
+	}
+	return item, nil
 }
 
 // CallCapability carries out one capability call along the path of
 // DESIGN.md §6: capability → validate → scope → human gate → step lane →
-// evidence gate → audit write → execute once → record the result.
+// evidence gate → audit write → execute once → record the result. The
+// step's lane in force when the call commits decides it: when a lane change
+// lands between the route and the commit, the call is decided again.
 func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (CallResult, error) {
 	c, ok := s.FindCapability(p.Workspace, name)
 	if !ok {
@@ -262,8 +278,65 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 	if err != nil {
 		return CallResult{}, err
 	}
+	var st ladder.Step
+	if c.Step != "" {
+		queue, step, _ := strings.Cut(c.Step, "/")
+		if step == "" {
+			queue, step = "", queue
+		}
+		if st, err = s.FindStep(p.Workspace, queue, step); err != nil {
+			return CallResult{}, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := s.callOnce(ctx, p, c, st, a, payload)
+		if errors.Is(err, ladder.ErrLaneChanged) {
+			if attempt < laneAttempts {
+				continue
+			}
+			return CallResult{}, laneChanging(st)
+		}
+		return res, err
+	}
+}
+
+// callOnce decides and carries out a call once; ErrLaneChanged means the
+// step's lane changed before the call committed, and nothing was done.
+func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Capability, st ladder.Step, a capabilityArgs, payload json.RawMessage) (CallResult, error) {
 	ap := ladder.Approval{Workspace: p.Workspace, Capability: c.ID, Payload: payload, Scope: a.scope, Evidence: a.evidence, IdempotencyKey: a.idempotencyKey, RequestedBy: p.KeyID}
 	res := CallResult{Capability: c.ID}
+
+	// 0. A repeated idempotency key answers with what became of its first
+	// call or approval, and never decides anew: a retry after a lane change
+	// must not turn a call that ran into a proposal, nor a pending proposal
+	// into a call that runs.
+	if a.idempotencyKey != "" {
+		if done, err := s.store.CallByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
+			if err := sameRequest(a.idempotencyKey, done.Payload, done.Scope, payload, a.scope, "call_id", done.ID); err != nil {
+				return CallResult{}, err
+			}
+			return s.replay(done, res)
+		} else if !errors.Is(err, ladder.ErrNotFound) {
+			return CallResult{}, storeErr("find call", err)
+		}
+		if first, err := s.store.ApprovalByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
+			if err := sameRequest(a.idempotencyKey, first.Payload, first.Scope, payload, a.scope, "approval_id", first.ID); err != nil {
+				return CallResult{}, err
+			}
+			switch {
+			case first.Kind == ladder.ApprovalEscalate:
+				// Held by the gate: the same evidence is scored again below
+				// and the hold answered with this approval.
+			case first.Status == ladder.ApprovalShadow:
+				return CallResult{}, needsPerson(first.Step, first.RouteID, ladder.LaneShadow, first.ID)
+			default:
+				res.RouteID, res.GateDecisionID = first.RouteID, first.GateDecisionID
+				return s.approvalAnswer(first, res), nil
+			}
+		} else if !errors.Is(err, ladder.ErrNotFound) {
+			return CallResult{}, storeErr("find approval", err)
+		}
+	}
 
 	// 1. A human gate: an approval request, nothing runs.
 	if c.HumanGate {
@@ -271,24 +344,27 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 		return s.requestApproval(ctx, p, ap, res)
 	}
 
-	// 2. The step's lane.
+	// 2. The step's lane, for the item the payload names.
+	var guard *ladder.LaneGuard
 	if c.Step != "" {
-		queue, step, _ := strings.Cut(c.Step, "/")
-		if step == "" {
-			queue, step = "", queue
+		item, err := itemFor(c, a)
+		if err != nil {
+			return CallResult{}, err
 		}
-		rt, err := s.Route(ctx, p, RouteRequest{Queue: queue, Step: step, Item: itemFor(a)})
+		rt, err := s.routeItem(ctx, p, st, item, nil)
 		if err != nil {
 			return CallResult{}, err
 		}
 		res.RouteID, res.Decision, res.Lane = rt.ID, string(rt.Decision), string(rt.Lane)
 		ap.RouteID, ap.Queue, ap.Step, ap.Item = rt.ID, rt.Queue, rt.Step, rt.Item
 		switch rt.Decision {
+		case ladder.DecisionActAlone:
+			guard = &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: rt.Queue, Step: rt.Step}, LaneEpoch: rt.LaneEpoch}
 		case ladder.DecisionPropose:
 			ap.Kind, ap.Reason = ladder.ApprovalProposal, rt.Reason
 			return s.requestApproval(ctx, p, ap, res)
-		case ladder.DecisionHumanOnly:
-			data := map[string]any{"route_id": rt.ID, "lane": rt.Lane}
+		default:
+			var proposal string
 			if rt.Lane == ladder.LaneShadow {
 				// Shadow: keep the agent's proposal so a person's handling of
 				// the item can be compared with it.
@@ -297,11 +373,9 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 				if err != nil {
 					return CallResult{}, err
 				}
-				data["proposal_id"] = rec.ID
+				proposal = rec.ID
 			}
-			return CallResult{}, &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
-				Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", rt.Step, rt.Lane),
-				Data: data}
+			return CallResult{}, needsPerson(rt.Step, rt.ID, rt.Lane, proposal)
 		}
 	}
 
@@ -326,10 +400,23 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 		}
 	}
 
-	// 4. Audit first, then execute exactly once.
+	// 4. Audit first, then execute exactly once. The guard makes the store
+	// refuse the commit if the step's lane changed since the route.
 	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: p.Workspace, Capability: c.ID, KeyID: p.KeyID, IdempotencyKey: a.idempotencyKey,
-		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, RouteID: res.RouteID, GateDecisionID: res.GateDecisionID}
+		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, RouteID: res.RouteID, GateDecisionID: res.GateDecisionID, Guard: guard}
 	return s.execute(ctx, p.KeyID, c, call, res)
+}
+
+// needsPerson is the refusal of a call whose step a person handles (shadow
+// or human_only); proposal names the agent's recorded proposal, if any.
+func needsPerson(step, routeID string, lane ladder.Lane, proposal string) error {
+	data := map[string]any{"route_id": routeID, "lane": lane}
+	if proposal != "" {
+		data["proposal_id"] = proposal
+	}
+	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
+		Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", step, lane),
+		Data: data}
 }
 
 // storeApproval records an approval request (idempotent by key).
@@ -391,11 +478,16 @@ func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap la
 	if err != nil {
 		return CallResult{}, err
 	}
+	return s.approvalAnswer(rec, res), nil
+}
+
+// approvalAnswer is the call result that points the agent at an approval.
+func (s *Service) approvalAnswer(rec ladder.Approval, res CallResult) CallResult {
 	res.Status, res.ApprovalID, res.Proposal = StatusApprovalRequested, rec.ID, rec.Payload
 	exp := rec.ExpiresAt
 	res.ExpiresAt = &exp
 	res.Message = fmt.Sprintf("%s Nothing ran: approval %s is %s; call approval_status with this id to learn what a person decided.", rec.Reason, rec.ID, rec.EffectiveStatus(s.now()))
-	return res, nil
+	return res
 }
 
 // execute records the call (fail closed: no audit record, no execution),
@@ -411,6 +503,9 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		return CallResult{}, err
 	}
 	got, created, err := s.store.BeginCall(ctx, call, e)
+	if errors.Is(err, ladder.ErrLaneChanged) {
+		return CallResult{}, err
+	}
 	if err != nil {
 		return CallResult{}, storeErr("begin call", err)
 	}

@@ -111,7 +111,8 @@ func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepStat
 
 // Route decides one item at one step and records the route (logged in the
 // audit log). A repeated call for the same step and item returns the first
-// route.
+// route while the step's lane is unchanged; after any lane change the item
+// is decided afresh (DESIGN.md §4).
 func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteRequest) (ladder.Route, error) {
 	if strings.TrimSpace(req.Item) == "" {
 		return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is required", Hint: "give the id of the work item, e.g. the bill number", Data: map[string]any{"field": "item"}}
@@ -123,33 +124,63 @@ func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteReques
 	if err != nil {
 		return ladder.Route{}, err
 	}
-	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
-	state, err := s.store.GetStepState(ctx, key)
-	if err != nil {
-		return ladder.Route{}, storeErr("get step state", err)
-	}
-	r := s.Decide(p.Workspace, st, state, req.Item)
-	r.ID = ladder.NewID("rt")
-	r.KeyID = p.KeyID
-	r.At = ladder.NormTime(s.now())
+	var features json.RawMessage
 	if len(req.Features) > 0 {
-		f, err := ladder.CanonicalJSON(req.Features)
-		if err != nil {
+		if features, err = ladder.CanonicalJSON(req.Features); err != nil {
 			return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "features is not valid JSON", Hint: "send features as a JSON object", Data: map[string]any{"field": "features"}}
 		}
-		r.Features = f
 	}
-	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, map[string]any{
-		"queue": r.Queue, "step": r.Step, "item": r.Item, "decision": r.Decision, "lane": r.Lane, "audit": r.Audit, "audit_rate": r.AuditRate, "features": r.Features,
-	})
-	if err != nil {
-		return ladder.Route{}, err
+	return s.routeItem(ctx, p, st, req.Item, features)
+}
+
+// laneAttempts bounds how often one route is decided again because the
+// step's lane changed between reading its state and committing the route.
+const laneAttempts = 4
+
+// routeItem decides item at step st from the step's state and records the
+// route. The store records it only while the step is still in the lane
+// epoch the decision was made in, so the lane in force at commit decides;
+// when a lane change lands in between, the item is decided again from the
+// new state.
+func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage) (ladder.Route, error) {
+	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
+	for attempt := 1; ; attempt++ {
+		state, err := s.store.GetStepState(ctx, key)
+		if err != nil {
+			return ladder.Route{}, storeErr("get step state", err)
+		}
+		r := s.Decide(p.Workspace, st, state, item)
+		r.ID = ladder.NewID("rt")
+		r.KeyID = p.KeyID
+		r.At = ladder.NormTime(s.now())
+		r.Features = features
+		r.LaneEpoch = state.LaneEpoch
+		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, map[string]any{
+			"queue": r.Queue, "step": r.Step, "item": r.Item, "decision": r.Decision, "lane": r.Lane, "lane_epoch": r.LaneEpoch,
+			"audit": r.Audit, "audit_rate": r.AuditRate, "features": r.Features,
+		})
+		if err != nil {
+			return ladder.Route{}, err
+		}
+		got, _, err := s.store.RecordRoute(ctx, r, entry)
+		if errors.Is(err, ladder.ErrLaneChanged) {
+			if attempt < laneAttempts {
+				continue
+			}
+			return ladder.Route{}, laneChanging(st)
+		}
+		if err != nil {
+			return ladder.Route{}, storeErr("record route", err)
+		}
+		return got, nil
 	}
-	got, _, err := s.store.RecordRoute(ctx, r, entry)
-	if err != nil {
-		return ladder.Route{}, storeErr("record route", err)
-	}
-	return got, nil
+}
+
+// laneChanging is the refusal when a step's lane kept changing under one
+// decision: nothing was recorded, and a retry decides under the new lane.
+func laneChanging(st ladder.Step) error {
+	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("the lane of %s changed while this was being decided, so nothing was done", st.Name),
+		Hint: "retry; the step's new lane decides (which_steps_run_alone shows it)"}
 }
 
 // ReviewRequest is a person's verdict on a routed item.
@@ -278,10 +309,7 @@ func (s *Service) applyRules(st ladder.Step, th rules.Thresholds, state ladder.S
 func (s *Service) Move(state ladder.StepState, m *rules.Move, actor string, now time.Time) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
 	ch := &ladder.LaneChange{ID: ladder.NewID("lc"), Workspace: state.Workspace, Queue: state.Queue, Step: state.Step, At: now,
 		From: m.From, To: m.To, Rule: m.Rule, Numbers: roundNumbers(m.Numbers), Actor: "rules (after a review by " + actor + ")"}
-	state.Lane, state.LaneSince = m.To, now
-	if m.NewEpoch {
-		state.Epoch++
-	}
+	state = state.Changed(m.To, now)
 	if m.To == ladder.LaneAuto {
 		state.AuditRateSince = now
 	}

@@ -91,6 +91,17 @@ func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.A
 	return a, nil
 }
 
+// ApprovalByKey returns the approval requested with an idempotency key, or
+// ErrNotFound.
+func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key string) (ladder.Approval, error) {
+	a, err := scanApproval(s.readers.QueryRowContext(ctx, `SELECT seq, doc FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
+		workspace, capability, key))
+	if err != nil {
+		return ladder.Approval{}, fmt.Errorf("approval by key: %w", s.readErr(err))
+	}
+	return a, nil
+}
+
 // ListApprovals returns approvals matching q, newest first.
 func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
 	limit := q.Limit
@@ -165,7 +176,8 @@ func scanCall(r scanner) (ladder.Call, error) {
 }
 
 // BeginCall records a running call, or returns the call with the same
-// idempotency key.
+// idempotency key. A guarded call is recorded only while its step is still
+// in the lane epoch it was routed in (else ErrLaneChanged).
 func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.AuditEntry) (ladder.Call, bool, error) {
 	c.StartedAt = normTime(c.StartedAt)
 	var (
@@ -182,6 +194,16 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
+			}
+		}
+		if g := c.Guard; g != nil {
+			var epoch int
+			if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?`,
+				g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
+				return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
+			}
+			if epoch != g.LaneEpoch {
+				return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
 			}
 		}
 		doc, err := json.Marshal(c)
@@ -235,7 +257,17 @@ func (s *Store) FinishCall(ctx context.Context, c ladder.Call, audit ladder.Audi
 	return c, nil
 }
 
-// GetCall returns a call of the workspace.
+// CallByKey returns the call made with an idempotency key, or ErrNotFound.
+func (s *Store) CallByKey(ctx context.Context, workspace, capability, key string) (ladder.Call, error) {
+	c, err := scanCall(s.readers.QueryRowContext(ctx, `SELECT doc FROM calls WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
+		workspace, capability, key))
+	if err != nil {
+		return ladder.Call{}, fmt.Errorf("call by key: %w", s.readErr(err))
+	}
+	return c, nil
+}
+
+// GetCall returns a call of the workspace, or ErrNotFound.
 func (s *Store) GetCall(ctx context.Context, workspace, id string) (ladder.Call, error) {
 	c, err := scanCall(s.readers.QueryRowContext(ctx, `SELECT doc FROM calls WHERE id = ? AND workspace = ?`, id, workspace))
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version"
+const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, pin_reason, audit_rate, last_sev1_at, last_audit_fail_at, audit_rate_since, version, lane_epoch"
 
 // EnsureSteps inserts the state of every step that has none yet. Existing
 // states are kept. A new state starts at version 1, so IfVersion checks
@@ -37,9 +37,9 @@ func (w *wtx) putState(st ladder.StepState, onConflict string) error {
 	if !st.Lane.Valid() {
 		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
-	_, err := w.exec(`INSERT INTO step_states (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+	_, err := w.exec(`INSERT INTO step_states (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
 		st.Workspace, st.Queue, st.Step, string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned),
-		st.PinReason, st.AuditRate, fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version)
+		st.PinReason, st.AuditRate, fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version, st.LaneEpoch)
 	return err
 }
 
@@ -49,10 +49,10 @@ func (w *wtx) updateState(st ladder.StepState) error {
 		return fmt.Errorf("step %s/%s/%s: invalid lane %q", st.Workspace, st.Queue, st.Step, st.Lane)
 	}
 	_, err := w.exec(`UPDATE step_states SET lane = ?, lane_since = ?, epoch = ?, pinned = ?, pin_reason = ?,
-		audit_rate = ?, last_sev1_at = ?, last_audit_fail_at = ?, audit_rate_since = ?, version = ?
+		audit_rate = ?, last_sev1_at = ?, last_audit_fail_at = ?, audit_rate_since = ?, version = ?, lane_epoch = ?
 		WHERE workspace = ? AND queue = ? AND step = ?`,
 		string(st.Lane), fmtTime(st.LaneSince), st.Epoch, boolInt(st.Pinned), st.PinReason, st.AuditRate,
-		fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version, st.Workspace, st.Queue, st.Step)
+		fmtTime(st.LastSev1At), fmtTime(st.LastAuditFailAt), fmtTime(st.AuditRateSince), st.Version, st.LaneEpoch, st.Workspace, st.Queue, st.Step)
 	return err
 }
 
@@ -97,7 +97,7 @@ func scanState(r scanner) (ladder.StepState, error) {
 		err                                      error
 	)
 	if err := r.Scan(&st.Workspace, &st.Queue, &st.Step, &lane, &since, &st.Epoch, &pinned, &st.PinReason,
-		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version); err != nil {
+		&st.AuditRate, &lastSev1, &lastAF, &rateSince, &st.Version, &st.LaneEpoch); err != nil {
 		return ladder.StepState{}, err
 	}
 	st.Lane, st.Pinned = ladder.Lane(lane), pinned != 0
@@ -116,13 +116,15 @@ func scanState(r scanner) (ladder.StepState, error) {
 	return st, nil
 }
 
-const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at"
+const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at, lane_epoch"
 
-// RecordRoute stores r unless a route for the same workspace, queue, step
-// and item exists; either way it returns the stored route and whether it
-// was created now. The audit entry is appended only when the route is
-// created. Writes are serialized by the one writer, so concurrent calls for
-// one item all see the first one's route.
+// RecordRoute stores r unless a route for the same workspace, queue, step,
+// item and lane epoch exists; either way it returns the stored route and
+// whether it was created now. The audit entry is appended only when the
+// route is created. Writes are serialized by the one writer, so concurrent
+// calls for one item all see the first one's route, and a route decided
+// under a lane epoch that a lane change has since ended is not stored
+// (ErrLaneChanged).
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
 	if r.ID == "" {
 		r.ID = ladder.NewID("rt")
@@ -139,20 +141,30 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		created bool
 	)
 	err := s.write(ctx, func(w *wtx) error {
-		// Insert first and look only when the item was routed before: a
-		// fresh route (the common case) costs one statement, not two.
-		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (workspace, queue, step, item) DO NOTHING`,
+		// Insert first, and only while the step is still in the route's
+		// lane epoch; look further only when nothing was inserted: a fresh
+		// route (the common case) costs one statement, not two.
+		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+			WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?
+			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
 			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
-			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At))
+			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
+			r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
+			// The item's route of this epoch, if the step is still in it.
 			existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-				WHERE workspace = ? AND queue = ? AND step = ? AND item = ?`, r.Workspace, r.Queue, r.Step, r.Item))
+				WHERE workspace = ? AND queue = ? AND step = ? AND item = ? AND lane_epoch = ?
+				AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
+				r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+			}
 			if err != nil {
 				return err
 			}
@@ -172,9 +184,9 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 }
 
 func (w *wtx) insertRoute(r ladder.Route, onConflict string) error {
-	_, err := w.exec(`INSERT INTO routes (`+routeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+	_, err := w.exec(`INSERT INTO routes (`+routeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
 		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
-		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At))
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch)
 	return err
 }
 
@@ -198,7 +210,7 @@ func scanRoute(r scanner) (ladder.Route, error) {
 		err                error
 	)
 	if err := r.Scan(&rt.ID, &rt.Workspace, &rt.Queue, &rt.Step, &rt.Item, &decision, &lane, &audit,
-		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &at); err != nil {
+		&rt.AuditRate, &rt.Reason, &features, &rt.KeyID, &at, &rt.LaneEpoch); err != nil {
 		return ladder.Route{}, err
 	}
 	rt.Decision, rt.Lane, rt.Audit = ladder.Decision(decision), ladder.Lane(lane), audit != 0
@@ -378,9 +390,9 @@ func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
 
 // SetLane applies a lane write: the step moves to w.Change.To (its current
 // lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves, and w.Audit is appended. A move down starts a new
-// epoch, since after a demotion only reviews taken after it count toward
-// promotion again. With IfVersion set, a state whose version differs is
+// when the lane moves or the pin changes (StepState.Changed: a new lane
+// epoch, and a new promotion epoch on a move down), and w.Audit is
+// appended. With IfVersion set, a state whose version differs is
 // ErrConflict.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
 	var state ladder.StepState
@@ -410,12 +422,7 @@ func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepSt
 			if err := w.insertLaneChange(c, ""); err != nil {
 				return err
 			}
-			if to != cur.Lane {
-				next.Lane, next.LaneSince = to, c.At
-				if laneRank(to) < laneRank(cur.Lane) {
-					next.Epoch++
-				}
-			}
+			next = next.Changed(to, c.At)
 		}
 		if err := w.updateState(next); err != nil {
 			return err
@@ -647,7 +654,9 @@ func (w *wtx) importHistory(h ladder.History) error {
 		if err := w.putState(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
 			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
 			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
-			last_audit_fail_at = excluded.last_audit_fail_at, version = step_states.version + 1`); err != nil {
+			last_audit_fail_at = excluded.last_audit_fail_at, audit_rate_since = excluded.audit_rate_since,
+			version = step_states.version + 1,
+			lane_epoch = MAX(excluded.lane_epoch, step_states.lane_epoch + 1)`); err != nil {
 			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
 		}
 		epochs[ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step}] = st.Epoch

@@ -5,6 +5,7 @@
 package faultstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,11 +32,13 @@ type Store struct {
 	mu       sync.Mutex
 	writeErr error         // writes fail with it
 	readErr  error         // reads fail with it
+	unseen   error         // writes but Ping's probe fail with it
 	hang     chan struct{} // non-nil: every call waits until it is closed or ctx ends
 	refusedW atomic.Int64
 	refusedR atomic.Int64
 	passedW  atomic.Int64
 	hung     atomic.Int64
+	pings    atomic.Int64
 }
 
 var _ ladder.Store = (*Store)(nil)
@@ -57,10 +60,21 @@ func (s *Store) FailReads(err error) {
 	s.mu.Unlock()
 }
 
-// FailAll makes every call fail with err; nil clears both faults.
+// FailWritesButPing makes every write fail with err while Ping still
+// succeeds; nil clears it. It is the fault a store's write probe cannot
+// see: a one-row probe that fits where a new route does not, or a
+// privilege revoked on one table. Only the callers' writes reveal it.
+func (s *Store) FailWritesButPing(err error) {
+	s.mu.Lock()
+	s.unseen = err
+	s.mu.Unlock()
+}
+
+// FailAll makes every call fail with err; nil clears every fault.
 func (s *Store) FailAll(err error) {
 	s.FailWrites(err)
 	s.FailReads(err)
+	s.FailWritesButPing(nil)
 }
 
 // Hang makes every call wait until the returned release function is called
@@ -92,6 +106,9 @@ func (s *Store) Hung() int64 { return s.hung.Load() }
 // PassedWrites returns how many writes reached the wrapped store.
 func (s *Store) PassedWrites() int64 { return s.passedW.Load() }
 
+// Pings returns how many times Ping was called.
+func (s *Store) Pings() int64 { return s.pings.Load() }
+
 func (s *Store) wait(ctx context.Context) error {
 	s.mu.Lock()
 	ch := s.hang
@@ -114,7 +131,7 @@ func (s *Store) write(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	err := s.writeErr
+	err := cmp.Or(s.writeErr, s.unseen)
 	s.mu.Unlock()
 	if err != nil {
 		s.refusedW.Add(1)
@@ -137,8 +154,10 @@ func (s *Store) read(ctx context.Context) error {
 	return err
 }
 
-// Ping fails while any fault is set, so /readyz reports not ready.
+// Ping is the stores' read and durable write probe: it fails while reads
+// or writes fail (FailWritesButPing aside), so /readyz reports not ready.
 func (s *Store) Ping(ctx context.Context) error {
+	s.pings.Add(1)
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -354,6 +373,14 @@ func (s *Store) GetApproval(ctx context.Context, ws, id string) (ladder.Approval
 	return s.next.GetApproval(ctx, ws, id)
 }
 
+// ApprovalByKey implements ladder.Store.
+func (s *Store) ApprovalByKey(ctx context.Context, ws, capability, key string) (ladder.Approval, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Approval{}, err
+	}
+	return s.next.ApprovalByKey(ctx, ws, capability, key)
+}
+
 // ListApprovals implements ladder.Store.
 func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
 	if err := s.read(ctx); err != nil {
@@ -392,4 +419,12 @@ func (s *Store) GetCall(ctx context.Context, ws, id string) (ladder.Call, error)
 		return ladder.Call{}, err
 	}
 	return s.next.GetCall(ctx, ws, id)
+}
+
+// CallByKey implements ladder.Store.
+func (s *Store) CallByKey(ctx context.Context, ws, capability, key string) (ladder.Call, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Call{}, err
+	}
+	return s.next.CallByKey(ctx, ws, capability, key)
 }
