@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/testenv"
@@ -57,9 +59,10 @@ func fill(t *testing.T, path string) {
 }
 
 // TestDiskFullOnRealFilesystem runs the server on SQLite in a 2 MiB tmpfs,
-// fills the filesystem, sees writes refused with AUDIT_UNAVAILABLE and the
-// upstream not called, frees the space and sees service resume by itself
-// with an intact audit chain.
+// fills the filesystem, sees writes refused with AUDIT_UNAVAILABLE, the
+// upstream not called and /readyz not ready (also with no traffic), frees
+// the space and sees /readyz ready and service resume by itself with an
+// intact audit chain.
 func TestDiskFullOnRealFilesystem(t *testing.T) {
 	dir := smallFS(t)
 	idle := testenvIdleServer(t)
@@ -98,14 +101,41 @@ func TestDiskFullOnRealFilesystem(t *testing.T) {
 		t.Fatalf("refusals counted: %v", v)
 	}
 
+	// /readyz says so at once, and why, while reads still answer.
+	r := e.Do("GET", "/readyz", "", nil)
+	if reason, _ := r.Body["reason"].(string); r.Status != 503 || !strings.Contains(reason, "disk is full") || strings.Contains(reason, dir) {
+		t.Fatalf("readyz on a full disk: %d %s", r.Status, r.Raw)
+	}
+	if r := e.Do("GET", "/v1/steps", agent, nil); r.Status != 200 {
+		t.Errorf("read on a full disk: %d %s", r.Status, r.Raw)
+	}
+	// With no traffic, once the refusals are old, its own probe write
+	// keeps it not ready: the balancer does not send calls back.
+	time.Sleep(3500 * time.Millisecond)
+	for i := range 3 {
+		if r := e.Do("GET", "/readyz", "", nil); r.Status != 503 {
+			t.Fatalf("readyz %d on a full disk with no traffic: %d %s", i, r.Status, r.Raw)
+		}
+	}
+
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
+	// Freed space is seen by the next probe, with no call made.
+	freed := time.Now()
+	for {
+		r := e.Do("GET", "/readyz", "", nil)
+		if r.Status == 200 {
+			break
+		}
+		if time.Since(freed) > 5*time.Second {
+			t.Fatalf("readyz 5s after freeing space: %d %s", r.Status, r.Raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("ready %s after space was freed", time.Since(freed).Round(time.Millisecond))
 	if r := e.Do("POST", "/v1/capabilities/acme:post/call", agent, map[string]any{"payload": map[string]any{"bill_id": "B-full"}, "idempotency_key": "B-full"}); r.Status != 200 || r.Body["status"] != "executed" {
 		t.Fatalf("call after freeing space: %d %s", r.Status, r.Raw)
-	}
-	if r := e.Do("GET", "/readyz", "", nil); r.Status != 200 {
-		t.Fatalf("readyz after: %d", r.Status)
 	}
 	if n, err := ladder.VerifyAudit(t.Context(), e.Store); err != nil {
 		t.Fatalf("audit chain after disk full: %v (after %d)", err, n)

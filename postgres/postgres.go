@@ -87,6 +87,8 @@ type Store struct {
 	batch  *groupcommit.Batcher[*wtx]
 	lis    *listener
 	closed atomic.Bool
+	// probeSwept is set once Ping has deleted other stores' stale probe rows.
+	probeSwept atomic.Bool
 }
 
 //go:embed migrations/*.sql
@@ -230,10 +232,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	return schema, nil
 }
 
-// Ping reports whether the store can be read and written: a round trip on
-// the pool, and a transaction through the group-commit writer that is not
-// read-only (a standby, or default_transaction_read_only, is
-// ErrUnavailable).
+// Ping reports whether the store can be read and durably written: a round
+// trip on the pool, then an upsert of this Store's write_probe row
+// committed through the group-commit writer. A standby, a read-only
+// database, a full disk or a role that lost its write privileges fails it
+// with ErrUnavailable, as they fail every other write.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("ping: %w", errClosed)
@@ -241,18 +244,23 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping: %w", s.mapErr(err))
 	}
+	sweep := !s.probeSwept.Load()
 	if err := s.write(ctx, func(w *wtx) error {
-		// A standby, or a database set read-only, answers but cannot write.
-		var ro string
-		if err := w.queryRow("SELECT current_setting('transaction_read_only')").Scan(&ro); err != nil {
+		if _, err := w.exec(`INSERT INTO write_probe (origin, at) VALUES ($1, now())
+			ON CONFLICT (origin) DO UPDATE SET at = excluded.at`, s.origin); err != nil {
 			return err
 		}
-		if ro == "on" {
-			return fmt.Errorf("%w: the database is read-only", ladder.ErrUnavailable)
+		if sweep {
+			// Each process start adds a row; drop those of stores gone a day.
+			_, err := w.exec(`DELETE FROM write_probe WHERE origin <> $1 AND at < now() - interval '1 day'`, s.origin)
+			return err
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("ping: %w", err)
+		return fmt.Errorf("ping: write probe: %w", err)
+	}
+	if sweep {
+		s.probeSwept.Store(true)
 	}
 	return nil
 }
@@ -419,9 +427,9 @@ var errClosed = fmt.Errorf("%w: store closed", ladder.ErrUnavailable)
 // mapErr turns driver errors into the store's sentinel errors: an
 // integrity constraint is ErrConflict (as SQLite's SQLITE_CONSTRAINT is);
 // anything that means the database cannot durably write now (no
-// connection, a read-only transaction or standby, disk full, shutting
-// down, a closed store) is ErrUnavailable. The driver's error stays wrapped
-// for the log.
+// connection, a read-only transaction or standby, disk full, a revoked
+// privilege, shutting down, a closed store) is ErrUnavailable. The
+// driver's error stays wrapped for the log.
 func (s *Store) mapErr(err error) error {
 	switch {
 	case err == nil:
@@ -443,6 +451,7 @@ func (s *Store) mapErr(err error) error {
 			class == "57",      // operator intervention: shutdown, cannot connect now, statement cancelled
 			class == "40",      // deadlock or serialization failure that survived the retries
 			pe.Code == "25006", // read_only_sql_transaction (a standby, or default_transaction_read_only)
+			pe.Code == "42501", // insufficient_privilege: ladder's role may no longer write its tables
 			pe.Code == "55P03": // lock_not_available
 			return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
 		}

@@ -66,6 +66,8 @@ type Service struct {
 	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
 	limits      limiters
 	maxPending  int
+	// writes remembers how durable writes have been going, for Ready.
+	writes *writePath
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -98,6 +100,8 @@ func New(opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.writes = newWritePath(s.log)
+	s.store = &observedStore{Store: s.store, w: s.writes}
 	for i := range opts.Workspaces {
 		w := &opts.Workspaces[i]
 		s.workspaces[w.ID] = w
@@ -106,7 +110,8 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Store returns the service's store.
+// Store returns the service's store. Writes made through it count as
+// evidence for Ready.
 func (s *Service) Store() ladder.Store { return s.store }
 
 // Now returns the service clock's time.
@@ -120,13 +125,6 @@ func (s *Service) Workspace(id string) (*ladder.Workspace, bool) {
 
 // WorkspaceIDs returns the declared workspace ids in config order.
 func (s *Service) WorkspaceIDs() []string { return append([]string(nil), s.order...) }
-
-// Ready reports whether the store answers; /readyz uses it.
-func (s *Service) Ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return s.store.Ping(ctx)
-}
 
 // storeErr turns a store failure into a refusal: an unavailable store means
 // nothing was recorded, so the caller gets AUDIT_UNAVAILABLE.

@@ -273,8 +273,10 @@ func applyMigration(ctx context.Context, db *sql.DB, m mig.Migration, log *slog.
 	return nil
 }
 
-// Ping reports whether the store can be read and written: a read on the
-// reader pool and an empty transaction through the group-commit writer.
+// Ping reports whether the store can be read and durably written: a read
+// on the reader pool, then an upsert of write_probe's one row committed
+// through the group-commit writer. An empty transaction would not do: it
+// commits on a full disk or a read-only file, where every real write fails.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("ping: %w", errClosed)
@@ -282,11 +284,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.readers.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping: %w", s.mapErr(err))
 	}
+	at := fmtTime(time.Now())
 	if err := s.write(ctx, func(w *wtx) error {
-		_, err := w.tx.ExecContext(w.ctx, "SELECT 1")
+		_, err := w.exec(`INSERT INTO write_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at`, at)
 		return err
 	}); err != nil {
-		return fmt.Errorf("ping: %w", err)
+		return fmt.Errorf("ping: write probe: %w", err)
 	}
 	return nil
 }
