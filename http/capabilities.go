@@ -29,6 +29,11 @@ func (s *Server) callCapability(w http.ResponseWriter, r *http.Request) error {
 		return decodeReadErr(err)
 	}
 	if err := strictjson.Check(body); err != nil {
+		// A fault at a path (a duplicate or case-variant key, a number
+		// beyond float64) is the field's, as decode reports it.
+		if se, ok := err.(*strictjson.Error); ok && se.Path != "" {
+			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: err.Error(), Hint: "fix the field " + se.Path + " and resend; nothing was run or recorded", Data: map[string]any{"field": se.Path}}
+		}
 		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object: the payload, the scope fields, evidence and idempotency_key"}
 	}
 	res, err := s.svc.CallCapability(r.Context(), principal(r), r.PathValue("id"), json.RawMessage(body))

@@ -24,6 +24,9 @@ func FuzzDecodeBody(f *testing.F) {
 		"{\"step\":\"\xff\"}",
 		`{"case":"release_payment","precondition_fn":"score_release_hold","evidence":{"bill_id":"B-1","pod_received":true}}`,
 		`[1,2,3]`, `"x"`, `{"features":` + string(bytes.Repeat([]byte("["), 80)) + `}`,
+		`{"step":"post_tms","item":"B-1","features":{"bill_id":"a","Bill_id":"b"}}`,
+		`{"step":"post_tms","item":"B-1","features":{"amount_usd":1e400}}`,
+		`{"case":"release_payment","precondition_fn":"score_release_hold","evidence":{"checks":[{"ok":true,"OK":false}]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -1,10 +1,13 @@
 package http_test
 
 import (
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
@@ -77,5 +80,130 @@ func TestStrictConfig(t *testing.T) {
 				t.Fatalf("error does not name file and line: %v", err)
 			}
 		})
+	}
+}
+
+// errField is data.field of a REST refusal.
+func errField(r testenv.Response) string {
+	e, _ := r.Body["error"].(map[string]any)
+	d, _ := e["data"].(map[string]any)
+	f, _ := d["field"].(string)
+	return f
+}
+
+// toolText is the text of an MCP tools/call result and whether it is an
+// isError result.
+func toolText(t *testing.T, r testenv.Response) (string, bool) {
+	t.Helper()
+	res, _ := r.Body["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return "", false
+	}
+	text, _ := content[0].(map[string]any)["text"].(string)
+	isErr, _ := res["isError"].(bool)
+	return text, isErr
+}
+
+// TestStrictPayloadEveryDepth: a capability call whose payload, evidence or
+// top-level arguments hold duplicate or case-variant keys (bill_id and
+// Bill_id), or a number no float64 holds, is refused on REST (400
+// INVALID_ARGUMENT naming the field) and on MCP (an isError result naming
+// it) before anything is created: no approval, no route, no call, no audit
+// record, no upstream request.
+func TestStrictPayloadEveryDepth(t *testing.T) {
+	c := startCapEnv(t)
+	cases := []struct{ name, capability, args, field, want string }{
+		{"case-variant payload keys", "acme:post", `{"payload":{"bill_id":"B-1","Bill_id":"B-EVIL"},"idempotency_key":"k-1"}`,
+			"payload.Bill_id", `key differs only in case from "bill_id" in the same object; send one key, spelled as documented`},
+		{"case-variant keys that would merge into the payload", "acme:post", `{"bill_id":"B-1","Bill_id":"B-EVIL","idempotency_key":"k-2"}`,
+			"Bill_id", `differs only in case from "bill_id"`},
+		{"duplicate payload key", "acme:post", `{"payload":{"bill_id":"B-1","bill_id":"B-EVIL"}}`, "payload.bill_id", "duplicate key; send each key once"},
+		{"case-variant keys on a human gate", "acme:human", `{"program":"p1","payload":{"commission_id":"c-1","Commission_ID":"c-2"}}`,
+			"payload.Commission_ID", `differs only in case from "commission_id"`},
+		{"case-variant keys on a propose step", "acme:propose", `{"payload":{"bill_id":"B-2","rate":1.5,"RATE":9}}`, "payload.RATE", "differs only in case"},
+		{"case-variant keys deep in the payload", "acme:human", `{"program":"p1","payload":{"commission_id":"c-3","lines":[{"amount":1,"Amount":2}]}}`,
+			"payload.lines[0].Amount", "differs only in case"},
+		{"case-variant evidence keys", "acme:gated", `{"evidence":{"ok":false,"OK":true}}`, "evidence.OK", `differs only in case from "ok"`},
+		{"case folding beyond ASCII (Kelvin sign)", "acme:human", "{\"program\":\"p1\",\"payload\":{\"commission_id\":\"c-4\",\"\\u212aind\":1,\"kind\":2}}",
+			"payload.kind", "differs only in case"},
+		{"number beyond float64 in the payload", "acme:propose", `{"payload":{"bill_id":"B-3","rate":1e400}}`,
+			"payload.rate", "1e400 is outside the range of a 64-bit float; send a finite number"},
+		{"number beyond float64 at the top level", "acme:propose", `{"bill_id":"B-4","rate":-1e400}`, "rate", "-1e400 is outside the range of a 64-bit float"},
+		{"number beyond float64 in evidence", "acme:gated", `{"evidence":{"ok":true,"score":1e400}}`, "evidence.score", "1e400 is outside the range of a 64-bit float"},
+	}
+	ctx := t.Context()
+	before, err := c.Store.ListAudit(ctx, ladder.AuditQuery{Workspace: "acme", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstreamBefore := c.Upstream.Calls()
+	for i, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			r := c.call(tt.capability, tt.args)
+			if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" || errField(r) != tt.field || !strings.Contains(string(r.Raw), tt.field) {
+				t.Errorf("REST: %d %s; want 400 INVALID_ARGUMENT with field %s", r.Status, r.Raw, tt.field)
+			}
+			var e struct {
+				Error struct{ Message, Hint string } `json:"error"`
+			}
+			_ = json.Unmarshal(r.Raw, &e)
+			if !strings.Contains(e.Error.Message, tt.want) || !strings.Contains(e.Error.Hint, tt.field) {
+				t.Errorf("REST: message %q, hint %q; want %q and the field named", e.Error.Message, e.Error.Hint, tt.want)
+			}
+			id := strconv.Itoa(100 + i)
+			m := c.Do("POST", "/mcp", c.agent, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tt.capability+`","arguments":`+tt.args+`}}`)
+			text, isErr := toolText(t, m)
+			if m.Status != 200 || !isErr || !strings.Contains(text, tt.field+": ") || !strings.Contains(text, tt.want) || !strings.Contains(string(m.Raw), `"id":`+id+`,`) {
+				t.Errorf("MCP: %d %s; want an isError result naming %s", m.Status, m.Raw, tt.field)
+			}
+		})
+	}
+	// Nothing was created: no approval a person would see, no audit record
+	// (route, call, approval, gate decision), no upstream request.
+	if a := c.Do("GET", "/v1/approvals", c.human, nil); a.Status != 200 || len(a.Body["approvals"].([]any)) != 0 {
+		t.Fatalf("approvals after refused calls: %d %s", a.Status, a.Raw)
+	}
+	after, err := c.Store.ListAudit(ctx, ladder.AuditQuery{Workspace: "acme", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		for _, rec := range after[len(before):] {
+			t.Errorf("recorded from a refused call: %s %s", rec.Kind, rec.Subject)
+		}
+	}
+	if n := c.Upstream.Calls() - upstreamBefore; n != 0 {
+		t.Fatalf("the upstream ran %d times for refused calls", n)
+	}
+	// The same calls without the second spelling go through, so the checks
+	// above would have seen them.
+	if r := c.call("acme:human", `{"program":"p1","payload":{"commission_id":"c-1"}}`); r.Status != 202 {
+		t.Fatalf("clean call: %d %s", r.Status, r.Raw)
+	}
+	if a := c.Do("GET", "/v1/approvals", c.human, nil); len(a.Body["approvals"].([]any)) != 1 {
+		t.Fatalf("the clean call's approval is not listed: %s", a.Raw)
+	}
+}
+
+// TestNumberBeyondFloat64 covers the bodies decoded into typed requests:
+// route features and gate evidence name the field with 400
+// INVALID_ARGUMENT (evidence was refused as "not a JSON object", features
+// recorded as 1e400).
+func TestNumberBeyondFloat64(t *testing.T) {
+	c := startCapEnv(t)
+	for _, tt := range []struct{ path, body, field string }{
+		{"/v1/route", `{"step":"auto_step","item":"x","features":{"amount_usd":1e400}}`, "features.amount_usd"},
+		{"/v1/gate/authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"score":1e400}}`, "evidence.score"},
+		{"/v1/gate/authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"Ok":false}}`, "evidence.Ok"},
+	} {
+		r := c.Do("POST", tt.path, c.agent, tt.body)
+		if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" || errField(r) != tt.field {
+			t.Errorf("%s %s: %d %s; want 400 INVALID_ARGUMENT with field %s", tt.path, tt.body, r.Status, r.Raw, tt.field)
+		}
+	}
+	recs, err := c.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: "acme", Kind: ladder.AuditRoute})
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("%d routes recorded (%v)", len(recs), err)
 	}
 }

@@ -200,6 +200,11 @@ func simpleID(id json.RawMessage) bool {
 // serveCall answers an eligible tools/call as the SDK would.
 func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
 	h.fastCalls.Add(1)
+	h.answerCall(ctx, w, r, run, p, id, args)
+}
+
+// answerCall runs a tools/call and writes its answer in the SDK's framing.
+func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
 	stateless := r.Header.Get("Mcp-Protocol-Version") == statelessProtocol
 	res, err := run(ctx, p, args)
 	if err == nil && res != nil {

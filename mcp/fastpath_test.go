@@ -175,8 +175,10 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 		{"Accept without text/event-stream", steps, map[string]string{"Accept": "application/json"}, http.StatusBadRequest},
 		{"Content-Type with a charset", steps, map[string]string{"Content-Type": "application/json; charset=utf-8"}, http.StatusOK},
 		{"a notification (no id)", json.RawMessage(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, http.StatusBadRequest},
-		{"an id beyond float64 precision", json.RawMessage(`{"jsonrpc":"2.0","id":123456789012345678,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, http.StatusOK},
-		{"a float id", json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, -1},
+		{"an id of 16 digits, which the SDK still echoes exactly", json.RawMessage(`{"jsonrpc":"2.0","id":9007199254740991,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, http.StatusOK},
+		// Ids the SDK would change are refused at the front door (rpcid.go).
+		{"an id beyond float64 precision", json.RawMessage(`{"jsonrpc":"2.0","id":123456789012345678,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, http.StatusBadRequest},
+		{"a float id", json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"which_steps_run_alone","arguments":{}}}`), nil, http.StatusBadRequest},
 		{"Last-Event-ID on a POST", steps, map[string]string{"Last-Event-ID": "x_1"}, http.StatusBadRequest},
 	}
 	stateless := func(meta map[string]any, headers map[string]string) (json.RawMessage, map[string]string) {
@@ -265,6 +267,11 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 		{0, `1.0`, "which_steps_run_alone", `null`, `{"progressToken":1}`},
 		{1, `"\u00e9"`, "list_precondition_functions", `{"case":"release_payment"}`, ``},
 		{2, `-0`, "approval_status", `{"approval_id":"ap_x"}`, ``},
+		{0, `1.5e300`, "which_steps_run_alone", `{}`, ``},
+		{1, `9007199254740991`, "which_steps_run_alone", `{}`, ``},
+		{2, `"\ud800"`, "which_steps_run_alone", `{}`, ``},
+		{0, `3`, "route_item", `{"step":"capture_eta","item":"FUZZ-3","features":{"w":1,"W":2}}`, ``},
+		{3, `4`, "route_item", `{"step":"capture_eta","item":"FUZZ-4","features":{"amount_usd":1e400}}`, string(meta)},
 	} {
 		f.Add(s.version, s.id, s.name, s.args, s.metaArg)
 	}

@@ -155,6 +155,12 @@ type envelope struct {
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params,omitempty"`
+	// argsFault is a strict-JSON fault inside a tools/call's arguments (a
+	// duplicate or case-variant key, a number beyond float64), with its
+	// path relative to the arguments. The rest of the request is sound, so
+	// it is answered as a bad argument, an isError result the model can
+	// act on, once the caller is known.
+	argsFault *strictjson.Error
 }
 
 // ServeHTTP implements http.Handler.
@@ -214,6 +220,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
 		}
+		if env.argsFault != nil {
+			// The SDK would read these arguments loosely, so the front door
+			// answers; the tool does not run.
+			h.answerCall(ctx, w, r, h.refuseArguments(registered, env.argsFault), p, env.ID, nil)
+			return
+		}
 		if !h.sdkOnly && fastEligible(r, env, cp) {
 			h.serveCall(ctx, w, r, run, p, env.ID, cp.Arguments)
 			return
@@ -242,29 +254,89 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
+// argumentsPath is where a tools/call's arguments are, in strictjson's
+// path notation.
+const argumentsPath = "params.arguments"
+
 // parseEnvelope checks the body strictly and reads the JSON-RPC envelope.
+// A strict-JSON fault inside a tools/call's arguments does not refuse the
+// request here: it comes back in env.argsFault (see envelope).
 func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	var env envelope
 	if err := strictjson.Check(body); err != nil {
-		return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+		se, _ := err.(*strictjson.Error)
+		fault, inArgs := argumentsFault(body, se)
+		if !inArgs {
+			return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+		}
+		env.argsFault = fault
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
 	}
 	if err := strictjson.UnmarshalChecked(body, &env); err != nil {
-		// Recover the id for the error if the envelope is otherwise readable.
-		var loose struct {
-			ID json.RawMessage `json:"id"`
-		}
+		// Recover the id for the error if the envelope is otherwise
+		// readable; only the key "id" itself, which Check saw once.
+		var loose map[string]json.RawMessage
 		_ = json.Unmarshal(body, &loose)
-		env.ID = loose.ID
+		env.ID = echoID(loose["id"])
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+	}
+	if ierr := checkID(env.ID); ierr != nil {
+		env.ID = echoID(env.ID)
+		return env, ierr
 	}
 	if env.JSONRPC != "2.0" || env.Method == "" {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
 	}
+	if env.argsFault != nil && (env.Method != "tools/call" || len(env.ID) == 0 || string(env.ID) == "null") {
+		// Not a call whose answer could carry an isError result: the fault
+		// is the body's.
+		f := env.argsFault
+		return envelope{}, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: (&strictjson.Error{Path: joinArgs(f.Path), Problem: f.Problem}).Error()}
+	}
 	return env, nil
+}
+
+// argumentsFault reports whether Check's fault se lies inside the
+// tools/call arguments while the rest of body is strict JSON, and returns
+// it with its path relative to the arguments.
+func argumentsFault(body []byte, se *strictjson.Error) (*strictjson.Error, bool) {
+	if se == nil || !strings.HasPrefix(se.Path, argumentsPath) {
+		return nil, false
+	}
+	rel := se.Path[len(argumentsPath):]
+	if rel != "" && rel[0] != '.' && rel[0] != '[' {
+		return nil, false // a sibling key that starts alike, e.g. params.argumentsX
+	}
+	if _, err := strictjson.CheckHolding(body, argumentsPath); err != nil {
+		return nil, false // the envelope has a fault of its own
+	}
+	return &strictjson.Error{Path: strings.TrimPrefix(rel, "."), Problem: se.Problem}, true
+}
+
+// joinArgs is an arguments-relative path as a path in the body.
+func joinArgs(rel string) string {
+	if rel == "" || rel[0] == '[' {
+		return argumentsPath + rel
+	}
+	return argumentsPath + "." + rel
+}
+
+// refuseArguments is a tool run that refuses the call's arguments with the
+// strict-JSON fault found in them, as decodeArgs refuses a fault it finds:
+// an isError result naming the field.
+func (h *Handler) refuseArguments(tool string, fault *strictjson.Error) toolRun {
+	field := fault.Path
+	if field == "" {
+		field = "arguments"
+	}
+	e := &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "Invalid arguments: " + fault.Error() + ".",
+		Hint: "fix the field and call again; nothing was run or recorded", Data: map[string]any{"field": field}}
+	return h.runner(tool, func(context.Context, ladder.Principal, json.RawMessage) (string, any, error) {
+		return "", nil, e
+	})
 }
 
 // checkOrigin refuses browser requests from origins other than the

@@ -93,6 +93,10 @@ var transcripts = map[string][]exchange{
 		{Name: "duplicate key in the envelope", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":18,"method":"tools/list","method":"tools/call"}`)},
 		{Name: "NUL-suffixed key", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"step_evidence","arguments":{"step\u0000":"x","step":"post_tms"}}}`)},
 		{Name: "foreign Origin", Key: "vantrow-bills/agent", Headers: map[string]string{"Origin": "https://evil.example"}, Request: rpc(20, "tools/list", nil)},
+		{Name: "case-variant keys inside a capability payload", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"tms:postBill","arguments":{"payload":{"bill_id":"B-1","Bill_id":"B-EVIL"},"idempotency_key":"golden-21"}}}`)},
+		{Name: "a number beyond float64 in the arguments", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"a","features":{"amount_usd":1e400}}}}`)},
+		{Name: "a fractional id", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`)},
+		{Name: "a fractional id without a key", Key: "", Request: json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`)},
 	},
 }
 

@@ -1,10 +1,14 @@
 // Package strictjson decodes JSON the way ladder's surfaces must: it rejects
-// duplicate keys, keys that differ only in case from a known field (the
-// smuggling class fixed in go-sdk, GHSA-q382-vc8q-7jhj), keys with NUL or
-// invalid UTF-8, unknown fields, and nesting deeper than MaxDepth, each with
-// an error that names the key and says what to do. encoding/json alone
-// matches field names case-insensitively and keeps the last duplicate,
-// which would let one caller's view of a request differ from another's.
+// duplicate keys and keys equal under Unicode case folding in the same
+// object (at every depth: a payload's "bill_id" and "Bill_id" are refused as
+// surely as an envelope's), keys that differ only in case from a known field
+// (the smuggling class fixed in go-sdk, GHSA-q382-vc8q-7jhj), keys with NUL or
+// invalid UTF-8, unknown fields, numbers outside the range of a 64-bit
+// float, and nesting deeper than MaxDepth, each with an error that names the
+// path and says what to do. encoding/json alone matches field names
+// case-insensitively and keeps the last duplicate, and readers in other
+// languages fold or pick differently, which would let one reader's view of a
+// request differ from another's.
 package strictjson
 
 import (
@@ -17,7 +21,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -37,21 +43,83 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Path, e.Problem)
 }
 
-// Check validates data without a target type: well-formed, one value,
-// no duplicate keys, no NUL or invalid UTF-8 in keys, depth ≤ MaxDepth.
+// Check validates data without a target type: well-formed, one value, no
+// two keys of one object equal or equal under case folding, no NUL or
+// invalid UTF-8 in keys, every number within the range of a float64, depth
+// ≤ MaxDepth.
 func Check(data []byte) error {
+	_, err := check(data, "")
+	return err
+}
+
+// CheckHolding is Check for a document one value of which its caller checks
+// apart, so that a fault inside that value can be told from a fault in the
+// rest: the value at path hold (in Error.Path notation, e.g.
+// "params.arguments") is only required to be well-formed, and is returned as
+// it is (nil when absent). Everything else is checked as Check does.
+func CheckHolding(data []byte, hold string) (json.RawMessage, error) {
+	return check(data, hold)
+}
+
+func check(data []byte, hold string) (json.RawMessage, error) {
 	if !utf8.Valid(data) {
-		return &Error{Problem: "body is not valid UTF-8"}
+		return nil, &Error{Problem: "body is not valid UTF-8"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := walk(dec, "", 0); err != nil {
-		return err
+	w := walker{dec: dec, hold: hold}
+	if err := w.walk("", 0); err != nil {
+		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return &Error{Problem: "unexpected data after the JSON value; send exactly one JSON value"}
+		return nil, &Error{Problem: "unexpected data after the JSON value; send exactly one JSON value"}
 	}
-	return nil
+	return w.held, nil
+}
+
+// FoldKey returns the form under which two object keys are one key to
+// Check: a and b collide exactly when FoldKey(a) == FoldKey(b), which is
+// when strings.EqualFold(a, b). Code that merges keys from two objects into
+// one uses it to refuse what Check would refuse in a single object.
+func FoldKey(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return foldUnicode(s)
+		}
+		if 'A' <= c && c <= 'Z' {
+			return foldUnicode(s)
+		}
+	}
+	return s // the common key: lower-case ASCII, no allocation
+}
+
+// foldUnicode maps each rune to one representative of its simple case
+// folding orbit, the class strings.EqualFold compares by (so "K", "k" and
+// the Kelvin sign fold alike, as do "s" and "ſ"): the orbit's smallest rune,
+// or its lower case when that is in the orbit too, which keeps lower-case
+// ASCII as it is, as FoldKey's shortcut assumes. (unicode.ToLower alone
+// would not do: it maps "İ" to "i", which EqualFold tells apart.)
+func foldUnicode(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		rep := m
+		if l := unicode.ToLower(m); l != m {
+			for f := unicode.SimpleFold(m); f != m; f = unicode.SimpleFold(f) {
+				if f == l {
+					rep = l
+					break
+				}
+			}
+		}
+		b.WriteRune(rep)
+	}
+	return b.String()
 }
 
 func join(path, key string) string {
@@ -61,7 +129,23 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func walk(dec *json.Decoder, path string, depth int) error {
+// walker is one pass of Check over a document.
+type walker struct {
+	dec  *json.Decoder
+	hold string          // path of the value to pass over, "" for none
+	held json.RawMessage // that value, once passed
+}
+
+func (w *walker) walk(path string, depth int) error {
+	if w.hold != "" && path == w.hold {
+		var raw json.RawMessage
+		if err := w.dec.Decode(&raw); err != nil {
+			return &Error{Path: path, Problem: "malformed JSON: " + err.Error()}
+		}
+		w.held = raw
+		return nil
+	}
+	dec := w.dec
 	tok, err := dec.Token()
 	if err != nil {
 		if err == io.EOF {
@@ -71,6 +155,9 @@ func walk(dec *json.Decoder, path string, depth int) error {
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
+		if n, ok := tok.(json.Number); ok {
+			return checkNumber(path, n)
+		}
 		return nil
 	}
 	if depth+1 > MaxDepth {
@@ -78,7 +165,8 @@ func walk(dec *json.Decoder, path string, depth int) error {
 	}
 	switch d {
 	case '{':
-		seen := map[string]bool{}
+		// Folded key → the key as sent, to name both in a refusal.
+		seen := map[string]string{}
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
@@ -91,18 +179,25 @@ func walk(dec *json.Decoder, path string, depth int) error {
 			if !utf8.ValidString(key) || strings.ContainsRune(key, utf8.RuneError) {
 				return &Error{Path: path, Problem: fmt.Sprintf("key %q is not valid UTF-8", key)}
 			}
-			if seen[key] {
-				return &Error{Path: join(path, key), Problem: "duplicate key; send each key once"}
+			folded := FoldKey(key)
+			if other, dup := seen[folded]; dup {
+				if other == key {
+					return &Error{Path: join(path, key), Problem: "duplicate key; send each key once"}
+				}
+				// Readers disagree on which of the two a field is (Go's
+				// structs take either, maps keep both, other languages
+				// fold), so neither is safe to act on.
+				return &Error{Path: join(path, key), Problem: fmt.Sprintf("key differs only in case from %q in the same object; send one key, spelled as documented", other)}
 			}
-			seen[key] = true
-			if err := walk(dec, join(path, key), depth+1); err != nil {
+			seen[folded] = key
+			if err := w.walk(join(path, key), depth+1); err != nil {
 				return err
 			}
 		}
 		_, err = dec.Token() // '}'
 	case '[':
 		for i := 0; dec.More(); i++ {
-			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+			if err := w.walk(fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
 				return err
 			}
 		}
@@ -112,6 +207,27 @@ func walk(dec *json.Decoder, path string, depth int) error {
 		return &Error{Path: path, Problem: "malformed JSON: " + err.Error()}
 	}
 	return nil
+}
+
+// checkNumber refuses a number a float64 cannot hold: encoding/json fails
+// on it deep inside a decode (with a message about the Go type, or as "not
+// an object" one layer up), and json.Number would carry it on to a reader
+// that takes it as infinity. A number too small to tell from zero is kept:
+// it reads as 0 or a subnormal everywhere.
+func checkNumber(path string, n json.Number) error {
+	s := string(n)
+	// Without an exponent, fewer than 309 characters cannot reach 1e308.
+	if len(s) < 309 && !strings.ContainsAny(s, "eE") {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil || !errors.Is(err, strconv.ErrRange) {
+		return nil
+	}
+	shown := s
+	if len(shown) > 32 {
+		shown = shown[:16] + "…" + shown[len(shown)-8:]
+	}
+	return &Error{Path: path, Problem: fmt.Sprintf("%s is outside the range of a 64-bit float; send a finite number", shown)}
 }
 
 // Unmarshal checks data (see Check), then checks every object key against

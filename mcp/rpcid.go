@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ladderhq/ladder"
+)
+
+// Request ids.
+//
+// The front door echoes an id as the bytes it was sent; go-sdk reads it
+// into a float64 and converts that to an int64 (jsonrpc2.MakeID), so 1.5
+// comes back as 1, 1e2 as 100, 9007199254740993 as 9007199254740992 and
+// 1.5e300 as -9223372036854775808. A client that matches answers to
+// requests by id would lose those answers, and the same request would get
+// one id back on a refusal and another on success. MCP allows only strings
+// and integers as ids, so the front door refuses, with -32600 and the id
+// echoed as sent, every id go-sdk cannot carry unchanged; every id that
+// passes comes back with the same value on every path.
+
+// maxExactID is the largest integer every float64 reader (go-sdk, and
+// JavaScript clients) holds exactly: 2^53 - 1.
+const maxExactID = 1<<53 - 1
+
+// checkID refuses a request id that would not come back unchanged. An
+// absent id (a notification) and null are the SDK's to answer.
+func checkID(id json.RawMessage) *ladder.Error {
+	if len(id) == 0 || string(id) == "null" {
+		return nil
+	}
+	refuse := func(format string, args ...any) *ladder.Error {
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT",
+			Hint: "id: " + fmt.Sprintf(format, args...),
+			Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest, "field": "id"}}
+	}
+	switch c := id[0]; {
+	case c == '"':
+		if s, ok := loneSurrogate(id); ok {
+			return refuse(`the string holds an unpaired UTF-16 surrogate (\u%s), which no JSON reader can give back unchanged; send an id of valid characters`, s)
+		}
+		return nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		s := string(id)
+		n, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil && !isInteger(s):
+			return refuse("%s is not an integer; MCP request ids are strings or integers, so send a string or an integer id", s)
+		case err != nil || n > maxExactID || n < -maxExactID:
+			return refuse("%s is beyond ±%d, the integers that come back exactly; send a smaller integer or a string id", s, maxExactID)
+		case s == "-0":
+			return refuse("-0 would come back as 0; send 0, another integer or a string id")
+		}
+		return nil
+	default:
+		return refuse("must be a string or an integer (MCP request ids are), not %s", jsonKind(c))
+	}
+}
+
+// isInteger reports whether a JSON number token has no fraction and no
+// exponent.
+func isInteger(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	default:
+		return "a boolean"
+	}
+}
+
+// loneSurrogate finds a \u escape of a UTF-16 surrogate without its pair in
+// a JSON string token: JSON readers turn it into U+FFFD, so the id would not
+// come back as sent.
+func loneSurrogate(str json.RawMessage) (string, bool) {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(str) || str[i] != '\\' || str[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(str[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 1; i < len(str)-1; i++ {
+		if str[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok {
+			i++ // a two-character escape: skip its second byte
+			continue
+		}
+		switch {
+		case 0xD800 <= r && r < 0xDC00:
+			if lo, ok := hex(i + 6); ok && 0xDC00 <= lo && lo < 0xE000 {
+				i += 11 // the pair
+				continue
+			}
+			return string(str[i+2 : i+6]), true
+		case 0xDC00 <= r && r < 0xE000:
+			return string(str[i+2 : i+6]), true
+		}
+		i += 5
+	}
+	return "", false
+}
+
+// echoID is the id a refusal carries: the id as it was sent when it is a
+// string or a number, null otherwise (JSON-RPC has no other id types).
+func echoID(id json.RawMessage) json.RawMessage {
+	if len(id) > 0 && (id[0] == '"' || id[0] == '-' || ('0' <= id[0] && id[0] <= '9')) {
+		return id
+	}
+	return nil
+}
