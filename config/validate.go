@@ -489,6 +489,17 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 	}
 	if fc.PayloadSchema != nil {
 		b.payloadSchema(fc.PayloadSchema, at+".payload_schema")
+		// Scope travels only as scope: a payload property named like a
+		// scope field would reach the upstream beside the checked scope.
+		props, _ := fc.PayloadSchema["properties"].(map[string]any)
+		scopes := append([]string{"workspace", "scope"}, sortedKeys(ws.Scopes)...)
+		for _, name := range sortedKeys(props) {
+			for _, sc := range scopes {
+				if strings.EqualFold(name, sc) {
+					b.fail(join(at+".payload_schema.properties", name), "payload property %q is named like the scope %q; scope travels only in the scope fields (scope_fields), which are checked against the caller's workspace, so rename the property", name, sc)
+				}
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, f := range fc.ScopeFields {

@@ -238,6 +238,9 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 		if err := json.Unmarshal(req.Payload, &pl); err != nil || pl == nil {
 			return ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
 		}
+		if err := s.scopeInPayload(p.Workspace, pl); err != nil {
+			return ApprovalView{}, err
+		}
 		if err := s.ValidatePayload(p.Workspace, c, pl); err != nil {
 			return ApprovalView{}, err
 		}

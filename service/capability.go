@@ -111,6 +111,9 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		}
 	}
 	for k, v := range args {
+		if r, ok := misspelled(c, k); ok {
+			return a, argError(k, fmt.Sprintf("differs only in case from %q", r), fmt.Sprintf("send %s, spelled as documented", r))
+		}
 		switch {
 		case k == argPayload:
 		case k == argIdempotencyKey:
@@ -126,8 +129,12 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 			}
 			a.scope[k] = sv
 		default:
-			if _, dup := a.payload[k]; dup {
-				return a, argError(k, "is given both at the top level and inside payload", "send it once")
+			// Fold as the strict decoder does: bill_id inside payload and
+			// Bill_id beside it are one field sent twice.
+			for pk := range a.payload {
+				if strictjson.FoldKey(pk) == strictjson.FoldKey(k) {
+					return a, argError(k, fmt.Sprintf("is given both at the top level and inside payload (as %q)", pk), "send it once, spelled as documented")
+				}
 			}
 			var val any
 			dec := json.NewDecoder(bytes.NewReader(v))
@@ -147,6 +154,39 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call list_precondition_functions with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
 	}
 	return a, nil
+}
+
+// misspelled reports whether an argument name differs only in case from a
+// reserved argument or a scope field of c (Idempotency_Key, Program): such a
+// key would otherwise merge into the payload as an ordinary field.
+func misspelled(c ladder.Capability, k string) (string, bool) {
+	fk := strictjson.FoldKey(k)
+	for _, r := range append([]string{argPayload, argEvidence, argIdempotencyKey}, c.ScopeFields...) {
+		if k != r && strictjson.FoldKey(r) == fk {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// scopeInPayload refuses a payload that carries a scope name of the
+// workspace (program, relationship), or workspace or scope, at its top
+// level: scope travels only as scope, checked against the key's workspace,
+// and a payload field of the same name would reach the upstream beside it.
+func (s *Service) scopeInPayload(workspace string, payload map[string]any) error {
+	names := []string{"workspace", "scope"}
+	if w, ok := s.workspaces[workspace]; ok {
+		names = append(names, sortedKeys(w.Scopes)...)
+	}
+	for k := range payload {
+		for _, n := range names {
+			if strictjson.FoldKey(k) == strictjson.FoldKey(n) {
+				return argError("payload."+k, fmt.Sprintf("is a scope name (%s); scope travels only as scope, never inside the payload", n),
+					fmt.Sprintf("remove %s from the payload; send the call's scope in its scope fields, which are checked against this key's workspace", k))
+			}
+		}
+	}
+	return nil
 }
 
 // schemaCache keeps resolved payload schemas per capability.
@@ -266,6 +306,9 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 	}
 	a, err := splitArgs(c, raw)
 	if err != nil {
+		return CallResult{}, err
+	}
+	if err := s.scopeInPayload(p.Workspace, a.payload); err != nil {
 		return CallResult{}, err
 	}
 	if err := s.ValidatePayload(p.Workspace, c, a.payload); err != nil {
