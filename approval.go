@@ -64,15 +64,43 @@ type Approval struct {
 	ExecutedAt     *time.Time      `json:"executed_at,omitempty"`
 	// Seq orders approvals for paging; the store assigns it.
 	Seq int64 `json:"-"`
+	// MaxPending, when positive on a pending approval given to
+	// CreateApproval, is the most pending, unexpired approvals its
+	// requesting key may have: the store counts and inserts in one
+	// serialized step (ErrTooManyPending when the key is at the cap). It is
+	// not stored.
+	MaxPending int `json:"-"`
 }
 
-// EffectiveStatus is the status a reader sees at now: a pending approval
-// past its expiry is expired even before a sweep stores that.
+// EffectiveStatus is the status a reader would derive at now by its own
+// clock: a pending approval past its expiry is expired. Only a guess: the
+// store decides expiry by its clock (see ApprovalStore), and what it
+// returns is the status to show and act on.
 func (a Approval) EffectiveStatus(now time.Time) ApprovalStatus {
 	if a.Status == ApprovalPending && !a.ExpiresAt.IsZero() && !now.Before(a.ExpiresAt) {
 		return ApprovalExpired
 	}
 	return a.Status
+}
+
+// Restamp is what a store does to a pending approval it inserts: CreatedAt
+// becomes now, the store's clock, and the deadline moves with it, so the
+// approval waits as long as the caller asked whatever the caller's clock
+// says. A zero CreatedAt leaves ExpiresAt as given.
+func (a *Approval) Restamp(now time.Time) {
+	if a.Status != ApprovalPending {
+		return
+	}
+	if !a.CreatedAt.IsZero() && !a.ExpiresAt.IsZero() {
+		a.ExpiresAt = NormTime(now.Add(a.ExpiresAt.Sub(a.CreatedAt)))
+	}
+	a.CreatedAt = NormTime(now)
+}
+
+// ExpiryAudit is the audit entry of an approval's expiry, recorded by the
+// store that stores it.
+func ExpiryAudit(a Approval, at time.Time) (AuditEntry, error) {
+	return NewAuditEntry(a.Workspace, "system", AuditApproval, a.ID, NormTime(at), map[string]any{"event": "expired", "expires_at": a.ExpiresAt})
 }
 
 // ApprovalQuery selects approvals of one workspace, newest first.
@@ -107,14 +135,17 @@ type Call struct {
 	Scope          map[string]string `json:"scope,omitempty"`
 	RouteID        string            `json:"route_id,omitempty"`
 	GateDecisionID string            `json:"gate_decision_id,omitempty"`
-	ApprovalID     string            `json:"approval_id,omitempty"`
-	AuditSeq       int64             `json:"audit_seq,omitempty"`
-	Result         json.RawMessage   `json:"result,omitempty"`
-	Error          string            `json:"error,omitempty"`
-	ErrorCode      Code              `json:"error_code,omitempty"`
-	UpstreamStatus int               `json:"upstream_status,omitempty"`
-	StartedAt      time.Time         `json:"started_at"`
-	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	// EvidenceSHA256 is the hash of the evidence the call was made with, so
+	// a repeat of its idempotency key with other evidence is refused.
+	EvidenceSHA256 string          `json:"evidence_sha256,omitempty"`
+	ApprovalID     string          `json:"approval_id,omitempty"`
+	AuditSeq       int64           `json:"audit_seq,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	ErrorCode      Code            `json:"error_code,omitempty"`
+	UpstreamStatus int             `json:"upstream_status,omitempty"`
+	StartedAt      time.Time       `json:"started_at"`
+	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
 	// Guard, when set, makes BeginCall store the call only while the step's
 	// lane epoch is still the one its route was decided in (else
 	// ErrLaneChanged): a call the agent runs alone commits under the lane in
@@ -129,10 +160,24 @@ type LaneGuard struct {
 }
 
 // ApprovalStore keeps approval requests.
+//
+// Expiry is decided by the store's clock (the database's, on a store that
+// several replicas share), never a reader's: a pending approval is past
+// its deadline when its ExpiresAt is at or before the store's time. A read
+// that finds one first stores it as expired, with an ExpiryAudit record,
+// and returns what is then stored; so a reader sees expired only once
+// expiry is committed, a decision that committed first is what every later
+// reader sees, and expired is final.
 type ApprovalStore interface {
 	// CreateApproval stores a (a.ID new) and appends audit. When
 	// a.IdempotencyKey is set and an approval of the same workspace,
-	// capability and key exists, it returns that one and false.
+	// capability and key exists, it returns that one and false (even when
+	// the key is at its cap). A pending approval's deadline is kept as the
+	// lifetime the caller gave (ExpiresAt − CreatedAt) counted from the
+	// store's clock, which also stamps CreatedAt. When a.MaxPending is
+	// positive and a.RequestedBy already has that many pending, unexpired
+	// approvals, it stores nothing and returns ErrTooManyPending; the count
+	// and the insert are one step, across replicas too.
 	CreateApproval(ctx context.Context, a Approval, audit AuditEntry) (Approval, bool, error)
 	// GetApproval returns an approval of the workspace, or ErrNotFound (also
 	// for another workspace's id).
@@ -140,11 +185,18 @@ type ApprovalStore interface {
 	// ApprovalByKey returns the approval of the workspace and capability
 	// requested with an idempotency key, or ErrNotFound.
 	ApprovalByKey(ctx context.Context, workspace, capability, key string) (Approval, error)
-	// ListApprovals returns approvals matching q, newest first.
+	// ListApprovals returns approvals matching q, newest first. A Status of
+	// expired also matches pending approvals past their deadline; one of
+	// pending matches them too, and they come back expired. A caller that
+	// filters by status checks what came back.
 	ListApprovals(ctx context.Context, q ApprovalQuery) ([]Approval, error)
 	// UpdateApproval stores a over the approval whose status is still from
 	// (compare-and-set), with its audit entries; another status is
-	// ErrConflict. This is what makes approving execute exactly once.
+	// ErrConflict. This is what makes approving execute exactly once. From
+	// pending, the store's clock must also be before the deadline (for a
+	// decision) or at or past it (for a.Status expired): a decision that
+	// comes too late stores the expiry instead and returns ErrExpired, as
+	// does any decision on an approval already expired.
 	UpdateApproval(ctx context.Context, a Approval, from ApprovalStatus, audit []AuditEntry) (Approval, error)
 }
 

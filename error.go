@@ -45,6 +45,7 @@ const (
 	CodeRateLimited         Code = "RATE_LIMITED"
 	CodeOverloaded          Code = "OVERLOADED"
 	CodeOriginRefused       Code = "ORIGIN_REFUSED"
+	CodeUnsupportedProtocol Code = "UNSUPPORTED_PROTOCOL_VERSION"
 	CodeAuditUnavailable    Code = "AUDIT_UNAVAILABLE"
 	CodeUpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
 	CodeUpstreamFailed      Code = "UPSTREAM_FAILED"
@@ -59,6 +60,10 @@ const (
 	RPCInvalidParams = -32602 // unknown capability, unknown tool, bad cursor
 	RPCParseError    = -32700
 	RPCInternal      = -32603
+	// RPCUnsupportedProtocolVersion is the MCP 2026-07-28 code for a
+	// protocol version the server does not speak (SEP-2575); clients read
+	// data.supported from it to pick another.
+	RPCUnsupportedProtocolVersion = -32022
 )
 
 // CodeInfo is one row of the table that maps a refusal name to its HTTP
@@ -104,6 +109,7 @@ var codeTable = []CodeInfo{
 	{CodeRateLimited, http.StatusTooManyRequests, RPCRefused, "too many requests for this key, or too many at once for this key or (without a key) this address; retry after the given time"},
 	{CodeOverloaded, http.StatusServiceUnavailable, RPCRefused, "the server is at its concurrency cap; retry shortly"},
 	{CodeOriginRefused, http.StatusForbidden, RPCRefused, "the Origin header is not allowed"},
+	{CodeUnsupportedProtocol, http.StatusBadRequest, RPCUnsupportedProtocolVersion, "the MCP-Protocol-Version header names a version this server does not speak; data.supported lists those it does"},
 	{CodeAuditUnavailable, http.StatusServiceUnavailable, RPCRefused, "the audit log cannot be written, so nothing runs"},
 	{CodeUpstreamTimeout, http.StatusGatewayTimeout, RPCRefused, "the upstream did not answer in time"},
 	{CodeUpstreamFailed, http.StatusBadGateway, RPCRefused, "the upstream answered with a failure"},
@@ -189,4 +195,11 @@ var (
 	// ErrUnavailable means the store could not durably write; callers refuse
 	// with AUDIT_UNAVAILABLE and execute nothing.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrExpired means a decision on an approval lost to its deadline, by
+	// the store's clock: the approval is stored as expired and nothing may
+	// run. It wraps ErrConflict (the compare-and-set from pending failed).
+	ErrExpired = fmt.Errorf("approval expired: %w", ErrConflict)
+	// ErrTooManyPending means CreateApproval stored nothing: the requesting
+	// key has Approval.MaxPending approvals pending already.
+	ErrTooManyPending = errors.New("too many pending approvals")
 )

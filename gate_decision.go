@@ -45,6 +45,10 @@ type GateDecisionRecord struct {
 	// with secrets redacted.
 	Evidence json.RawMessage `json:"evidence,omitempty"`
 	At       time.Time       `json:"at"`
+	// PayloadSHA256 is the SHA-256 (hex) of the canonical payload of the
+	// capability call this decision authorizes or holds; empty for a bare
+	// authorize. A call commits only on a PASS for its exact payload.
+	PayloadSHA256 string `json:"payload_sha256,omitempty"`
 }
 
 // GateHistoryQuery selects recorded gate decisions of one workspace, newest

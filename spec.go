@@ -64,6 +64,11 @@ type Capability struct {
 	// item, never for a value the agent picks apart from the action (such
 	// as its idempotency key).
 	Item string `json:"item,omitempty"`
+	// MaxPayloadBytes and MaxEvidenceBytes cap a call's payload and
+	// evidence (canonical JSON): what is stored per call, per approval and
+	// per shadow proposal stays bounded.
+	MaxPayloadBytes  int `json:"max_payload_bytes"`
+	MaxEvidenceBytes int `json:"max_evidence_bytes"`
 	// Gate, when set, ties the capability to a gate precondition: the
 	// evidence decides.
 	Gate     *CapabilityGate `json:"gate,omitempty"`
@@ -75,6 +80,11 @@ type Capability struct {
 type CapabilityGate struct {
 	Case string `json:"case"`
 	Fn   string `json:"precondition_fn"`
+	// Bind ties the evidence to the action it authorizes: each evidence
+	// field (key) must equal the payload field (value, a property name or
+	// a JSON pointer) of the same call, so evidence gathered for one bill
+	// never authorizes another.
+	Bind map[string]string `json:"bind,omitempty"`
 }
 
 // Executor kinds.

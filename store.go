@@ -20,6 +20,7 @@ type Store interface {
 	GateStore
 	ApprovalStore
 	CallStore
+	SessionStore
 	// Ping reports whether the store can be read and durably written now:
 	// it reads, then makes a small durable write of its own through the
 	// same path as every other write (an empty or read-only transaction
@@ -39,8 +40,10 @@ type KeyStore interface {
 	GetKey(ctx context.Context, id string) (Key, error)
 	// ListKeys returns the keys of a workspace ("" for all), oldest first.
 	ListKeys(ctx context.Context, workspace string) ([]Key, error)
-	// RevokeKey marks the key revoked at the given time and appends audit.
-	// Revoking a revoked key is not an error; an unknown id is ErrNotFound.
+	// RevokeKey marks the key revoked at the given time, revokes its
+	// console sessions (SessionStore) at the same time, and appends audit,
+	// all in one transaction. Revoking a revoked key is not an error; an
+	// unknown id is ErrNotFound.
 	RevokeKey(ctx context.Context, id string, at time.Time, audit AuditEntry) error
 	// CountKeys returns how many keys exist, revoked ones included.
 	CountKeys(ctx context.Context) (int, error)

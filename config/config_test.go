@@ -139,7 +139,7 @@ func TestDemoCapabilities(t *testing.T) {
 	want := []capRow{
 		{"tms:postBill", "bills/post_tms", "http", "demo:tms", "", false, true, nil, 5 * time.Second},
 		{"rates:approveRate", "rate_check", "http", "demo:rates", "", false, true, nil, DefaultTimeout},
-		{"payments:releaseHold", "decide_hold", "http", "demo:payments", "", false, true, &ladder.CapabilityGate{Case: "release_payment", Fn: "score_release_hold"}, DefaultTimeout},
+		{"payments:releaseHold", "decide_hold", "http", "demo:payments", "", false, true, &ladder.CapabilityGate{Case: "release_payment", Fn: "score_release_hold", Bind: map[string]string{"bill_id": "bill_id"}}, DefaultTimeout},
 		{"ticket6:readLedger", "", "mcp", "demo:ledger", "readLedger", false, true, nil, DefaultTimeout},
 		{"ticket6:approveCommission", "", "mcp", "demo:ledger", "approveCommission", true, true, nil, DefaultTimeout},
 		{"ticket7:recordPayoutReceipt", "", "record", "", "", true, false, nil, DefaultTimeout},

@@ -73,13 +73,16 @@ type fileCapability struct {
 	Served        *bool          `yaml:"served,omitempty" json:"served,omitempty" jsonschema:"Whether the capability is offered. A declared but unserved capability is not listed and calls get -32602. Default true."`
 	Step          string         `yaml:"step,omitempty" json:"step,omitempty" jsonschema:"Step the capability is tied to, as step id or queue/step: the step's lane decides whether the agent may act alone."`
 	Item          string         `yaml:"item,omitempty" json:"item,omitempty" jsonschema:"Payload field that identifies the work item of a step-tied call, as a property name (bill_id) or a JSON pointer (/bill/id); required with step. The call is routed, and sampled for audit, for that item."`
+	MaxPayload    int            `yaml:"max_payload_bytes,omitempty" json:"max_payload_bytes,omitempty" jsonschema:"Largest payload a call may carry, in bytes of canonical JSON (1 to 1048576). Default 65536."`
+	MaxEvidence   int            `yaml:"max_evidence_bytes,omitempty" json:"max_evidence_bytes,omitempty" jsonschema:"Largest evidence a call may carry, in bytes of canonical JSON (1 to 1048576). Default 65536."`
 	Gate          *fileCapGate   `yaml:"gate,omitempty" json:"gate,omitempty" jsonschema:"Evidence gate precondition each call's evidence must PASS."`
 	Executor      *fileExecutor  `yaml:"executor,omitempty" json:"executor,omitempty" jsonschema:"How a permitted call is carried out. Required unless served is false."`
 }
 
 type fileCapGate struct {
-	Case           string `yaml:"case" json:"case" jsonschema:"Id of a gate case of this workspace."`
-	PreconditionFn string `yaml:"precondition_fn" json:"precondition_fn" jsonschema:"Name of a precondition function of that case."`
+	Case           string            `yaml:"case" json:"case" jsonschema:"Id of a gate case of this workspace."`
+	PreconditionFn string            `yaml:"precondition_fn" json:"precondition_fn" jsonschema:"Name of a precondition function of that case."`
+	Bind           map[string]string `yaml:"bind" json:"bind" jsonschema:"How the evidence binds to the payload it authorizes: evidence field to payload field (a property name or a JSON pointer), each pair equal in every call, e.g. {bill_id: bill_id}. Required: evidence for one action never authorizes another."`
 }
 
 type fileExecutor struct {

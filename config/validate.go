@@ -348,6 +348,7 @@ func (b *builder) step(fs *fileStep, queue, at string) Step {
 // functions of a case and its bypass commits (named to explain the refusal).
 type fnRef struct {
 	fns    map[string]bool
+	schema map[string]map[string]any // evidence schema by function name
 	bypass map[string]bool
 	broken bool // the case did not compile; its fault is already reported
 }
@@ -377,12 +378,13 @@ func (b *builder) gateCases(cases []gate.Case, at string, ws *Workspace) map[str
 			}
 			continue
 		}
-		ref := fnRef{fns: map[string]bool{}, bypass: map[string]bool{}}
+		ref := fnRef{fns: map[string]bool{}, schema: map[string]map[string]any{}, bypass: map[string]bool{}}
 		for _, cm := range c.Commits {
 			if cm.BypassToHuman {
 				ref.bypass[cm.ID] = true
 			} else if cm.Fn != nil {
 				ref.fns[cm.Fn.Name] = true
+				ref.schema[cm.Fn.Name] = cm.Fn.Evidence
 			}
 		}
 		refs[c.ID] = ref
@@ -474,6 +476,9 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 		Served:      fc.Served == nil || *fc.Served,
 		Step:        fc.Step,
 		Item:        fc.Item,
+
+		MaxPayloadBytes:  b.sizeLimit(fc.MaxPayload, at+".max_payload_bytes"),
+		MaxEvidenceBytes: b.sizeLimit(fc.MaxEvidence, at+".max_evidence_bytes"),
 	}
 	switch {
 	case fc.ID == "":
@@ -494,6 +499,11 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 		props, _ := fc.PayloadSchema["properties"].(map[string]any)
 		scopes := append([]string{"workspace", "scope"}, sortedKeys(ws.Scopes)...)
 		for _, name := range sortedKeys(props) {
+			for _, r := range []string{"payload", "evidence", "idempotency_key"} {
+				if strings.EqualFold(name, r) {
+					b.fail(join(at+".payload_schema.properties", name), "payload property %q is named like the call argument %q, which a call sends beside the payload; rename the property", name, r)
+				}
+			}
 			for _, sc := range scopes {
 				if strings.EqualFold(name, sc) {
 					b.fail(join(at+".payload_schema.properties", name), "payload property %q is named like the scope %q; scope travels only in the scope fields (scope_fields), which are checked against the caller's workspace, so rename the property", name, sc)
@@ -536,6 +546,8 @@ func (b *builder) capability(fc *fileCapability, at string, ws *Workspace, fns m
 			b.fail(at+".gate.precondition_fn", "%q is a bypass_to_human commit, which evidence never authorizes; set human_gate: true instead", g.PreconditionFn)
 		case !ref.fns[g.PreconditionFn]:
 			b.fail(at+".gate.precondition_fn", "case %q has no precondition function %q (%s)", g.Case, g.PreconditionFn, orNone(sortedKeys(ref.fns)))
+		default:
+			c.Gate.Bind = b.bind(g.Bind, ref.schema[g.PreconditionFn], fc.PayloadSchema, at+".gate.bind")
 		}
 	}
 	c.Executor = b.executor(fc.Executor, at+".executor", c.Served)
@@ -586,6 +598,70 @@ func (b *builder) item(fc *fileCapability, at string) {
 		}
 		schema = prop
 	}
+}
+
+// bind checks a gate's binding of evidence to payload: at least one pair;
+// each evidence field a required property of the evidence schema, each
+// payload field a required property of the payload schema (so every valid
+// call has both sides), and the two of one type.
+func (b *builder) bind(bind map[string]string, evidence, payload map[string]any, at string) map[string]string {
+	if len(bind) == 0 {
+		b.fail(at, "bind is missing; a gated capability names which evidence fields must equal which payload fields (e.g. bind: {bill_id: bill_id}), so evidence gathered for one action never authorizes another")
+		return nil
+	}
+	for _, ef := range sortedKeys(bind) {
+		pat := join(at, ef)
+		eprop, ok := propertyAt(evidence, []string{ef})
+		if !ok || !required(evidence, ef) {
+			b.fail(pat, "%q is not a required property of the precondition function's evidence schema; bind a field every evidence must carry", ef)
+			continue
+		}
+		path, err := ladder.ItemPath(bind[ef])
+		if err != nil {
+			b.fail(pat, "%v; expected a payload property name or a JSON pointer", err)
+			continue
+		}
+		pprop, ok := propertyAt(payload, path)
+		if !ok {
+			b.fail(pat, "payload field %q is not a required property of the payload schema; bind to a field every call must carry", bind[ef])
+			continue
+		}
+		if et, pt := eprop["type"], pprop["type"]; fmt.Sprint(et) != fmt.Sprint(pt) {
+			b.fail(pat, "evidence field %q is of type %s and payload field %q of type %s; bound fields must have one type", ef, showValue(et), bind[ef], showValue(pt))
+		}
+	}
+	return bind
+}
+
+// propertyAt walks schema's properties along path, each step a required
+// property, and returns the last one's schema.
+func propertyAt(schema map[string]any, path []string) (map[string]any, bool) {
+	for _, seg := range path {
+		props, _ := schema["properties"].(map[string]any)
+		prop, ok := props[seg].(map[string]any)
+		if !ok || !required(schema, seg) {
+			return nil, false
+		}
+		schema = prop
+	}
+	return schema, true
+}
+
+// DefaultMaxArgBytes is a capability's payload and evidence limit when the
+// config sets none.
+const DefaultMaxArgBytes = 64 << 10
+
+// sizeLimit checks a capability's payload or evidence limit (0: the
+// default). A request body is at most 1 MiB, so a larger limit could never
+// be met.
+func (b *builder) sizeLimit(n int, at string) int {
+	switch {
+	case n == 0:
+		return DefaultMaxArgBytes
+	case n < 0 || n > 1<<20:
+		b.fail(at, "%d is out of range; expected 1 to 1048576 bytes (a request body is at most 1 MiB)", n)
+	}
+	return n
 }
 
 // required reports whether schema lists name among its required properties.

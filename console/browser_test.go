@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/service"
 )
 
 // ScreenshotsEnv names the folder the browser test saves its screenshots
@@ -180,6 +183,19 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/console/steps"), chromedp.WaitVisible(chromedp.CSS("table.steps")), shot("07-steps"),
 		chromedp.Navigate(base+"/console/gate"), chromedp.WaitVisible(chromedp.CSS("h1")), shot("08-gate"),
 		chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.ID("#chain")), shot("09-audit"),
+	)
+
+	// A proposal whose step was pinned to human_only since shows the
+	// approver both lanes beside the buttons.
+	pinned := requestApproval(t, e, "B-1004")
+	if _, err := e.Svc.Pin(context.Background(), ladder.Principal{KeyID: ladder.KeyID(e.Keys[ws+"/human"]), Workspace: ws, Kind: ladder.KeyHuman},
+		"bills", "rate_check", service.PinRequest{Lane: "human_only", Reason: "rate table under review"}, true); err != nil {
+		t.Fatal(err)
+	}
+	run("lane changed since the proposal",
+		chromedp.Navigate(base+"/console/inbox"),
+		chromedp.WaitVisible(chromedp.CSS(`#item-`+pinned+` .lane-changed`)),
+		shot("10-inbox-lane-changed"),
 	)
 
 	// What the browser did is what the API reports.

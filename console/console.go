@@ -2,10 +2,11 @@
 // /console where people with a human key approve, audit and pin lanes
 // (DESIGN.md §3.4). Pages are html/template with embedded assets and no
 // front-end build step; every action is a plain form POST that works
-// without JavaScript. Sessions are stateless HMAC-signed cookies carrying
-// the key id and an expiry, so any replica sharing the database serves
-// them, and the key is re-checked in the store on every request: a revoked
-// or expired key ends its sessions at once.
+// without JavaScript. Sessions live in the database (service.StartSession):
+// the cookie carries a random session id, signed, and every request looks
+// it up, so any replica sharing the database serves it, and signing out,
+// revoking the key or expiry ends it on every replica at once. Form CSRF
+// tokens are bound to the session id and die with it.
 package console
 
 import (
@@ -18,7 +19,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,10 +39,11 @@ const DefaultSessionTTL = 12 * time.Hour
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
-	// Secret signs session cookies and CSRF tokens. Empty means: the value
-	// of LADDER_CONSOLE_SECRET (read with Getenv), else a secret derived
-	// from the audit secret, else a random one for this process (sessions
-	// then do not survive a restart nor cross replicas; a warning says so).
+	// Secret signs session cookies and CSRF tokens; replicas behind one
+	// address need the same one. Empty means: the value of
+	// LADDER_CONSOLE_SECRET (read with Getenv), else a secret derived from
+	// the audit secret, else a random one for this process (sessions then
+	// do not survive a restart nor cross replicas; a warning says so).
 	Secret []byte
 	// Getenv reads the environment; nil reads nothing.
 	Getenv func(string) string
@@ -111,7 +112,11 @@ func (h *Handler) routes() {
 		h.static.ServeHTTP(w, r)
 	}))
 	h.handle("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) error {
-		if _, ok := h.session(r); ok {
+		_, ok, err := h.session(r)
+		if err != nil {
+			return storeDown(err)
+		}
+		if ok {
 			http.Redirect(w, r, "/console/inbox", http.StatusSeeOther)
 		} else {
 			http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
@@ -181,8 +186,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		panic("console: no template " + name)
 	}
 	if s, ok := sessionFrom(r.Context()); ok {
-		p.Session = &s
 		p.CSRF = h.csrfToken(s)
+		// The session id is a bearer secret the HttpOnly cookie keeps from
+		// scripts: no page carries it.
+		s.ID = ""
+		p.Session = &s
 	}
 	if p.Flash == "" {
 		p.Flash = flashText(r.URL.Query().Get("done"))
@@ -259,20 +267,19 @@ func principalOf(r *http.Request) ladder.Principal {
 	return ladder.Principal{KeyID: s.KeyID, Workspace: s.Workspace, Kind: ladder.KeyHuman}
 }
 
-// authed runs fn only for a signed-in person whose key is still a valid
-// human key, and checks the CSRF token of every POST.
+// authed runs fn only for a signed-in person whose session the store still
+// holds as active (and whose key is still a valid human key), and checks
+// the CSRF token of every POST against the session's.
 func (h *Handler) authed(fn handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		s, ok := h.session(r)
-		if !ok {
-			return errSignedOut
+		s, ok, err := h.session(r)
+		if err != nil {
+			return storeDown(err)
 		}
-		k, err := h.svc.Store().GetKey(r.Context(), s.KeyID)
-		if err != nil || k.Kind != ladder.KeyHuman || !k.Active(h.svc.Now()) || k.Workspace != s.Workspace {
-			if err != nil && !errors.Is(err, ladder.ErrNotFound) {
-				return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The store does not answer, so nothing was done.", Hint: "Try again shortly.", Err: err}
+		if !ok {
+			if _, err := r.Cookie(sessionCookie); err == nil {
+				h.clearSession(w, r)
 			}
-			h.clearSession(w, r)
 			return errSignedOut
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
@@ -290,8 +297,11 @@ func (h *Handler) authed(fn handlerFunc) handlerFunc {
 
 // urlQueryEscape escapes a next= value; only local console paths are kept.
 func urlQueryEscape(s string) string {
-	if !strings.HasPrefix(s, "/console/") {
-		return ""
-	}
-	return template.URLQueryEscaper(s)
+	return template.URLQueryEscaper(localNext(s))
+}
+
+// storeDown is the answer when the store cannot say whether a session is
+// still valid: nothing is done, and the session is not ended for it.
+func storeDown(err error) error {
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The store does not answer, so nothing was done.", Hint: "Try again shortly.", Err: err}
 }

@@ -314,7 +314,7 @@ func TestGateHistoryAndAuditLog(t *testing.T) {
 	e := seeded(t)
 	for i := 0; i < 27; i++ {
 		res := e.Do("POST", "/v1/gate/authorize", e.Keys[ws+"/agent"], map[string]any{"case": "release_payment", "precondition_fn": "score_release_hold",
-			"evidence": map[string]any{"bill_id": fmt.Sprintf("B-%d", i), "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": i%2 == 0, "hold_reason_cleared_before_release": true}})
+			"evidence": map[string]any{"bill_id": fmt.Sprintf("B-%d", i), "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": i%2 == 0, "dispute_open": false, "hold_reason_cleared_before_release": true}})
 		if res.Status != http.StatusOK {
 			t.Fatalf("authorize: %d %s", res.Status, res.Raw)
 		}

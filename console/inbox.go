@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,8 @@ type item struct {
 	Gate     *service.GateResult
 	Proposal string // the agent's proposal, indented JSON
 	Reviewed *ladder.Review
+	// Lanes are a step-tied approval's lane when proposed and now.
+	Lanes service.StepLanes
 }
 
 // ID is the item's id (approval or route).
@@ -150,74 +153,48 @@ func (l *lookups) approvalItem(a service.ApprovalView) item {
 	return it
 }
 
-// routeData is the data of a route's audit record.
-type routeData struct {
-	Queue    string          `json:"queue"`
-	Step     string          `json:"step"`
-	Item     string          `json:"item"`
-	Lane     ladder.Lane     `json:"lane"`
-	Audit    bool            `json:"audit"`
-	Features json.RawMessage `json:"features"`
+// inboxData is the inbox page's data: one page of items, newest first,
+// and the links to the newest and the next page.
+type inboxData struct {
+	Items  []item
+	Newest bool   // this is not the first page
+	Next   string // the next page's URL, if any
 }
 
-// inboxLimit caps each source of the inbox.
-const inboxLimit = 100
-
-// inboxItems lists what waits for a person, newest first: pending
-// approvals, shadow proposals and sampled audits not reviewed yet.
-func (h *Handler) inboxItems(r *http.Request) ([]item, error) {
+// inboxItems lists one page of what waits for a person, newest first:
+// pending approvals, shadow proposals and sampled audits not reviewed yet.
+func (h *Handler) inboxItems(r *http.Request) (inboxData, error) {
 	p := principalOf(r)
+	cursor := r.URL.Query().Get("cursor")
+	pg, err := h.svc.Inbox(r.Context(), p, cursor, service.DefaultInboxPage)
+	if err != nil {
+		return inboxData{}, err
+	}
 	l := h.lookups(r)
-	var items []item
-	pending, err := h.svc.ListApprovals(r.Context(), p, string(ladder.ApprovalPending), "", inboxLimit)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range pending.Approvals {
-		items = append(items, l.approvalItem(a))
-	}
-	shadow, err := h.svc.ListApprovals(r.Context(), p, string(ladder.ApprovalShadow), "", inboxLimit)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range shadow.Approvals {
-		if a.RouteID == "" {
-			continue
-		}
-		if _, done := l.review(a.Queue, a.Step, a.RouteID); done {
-			continue
-		}
-		items = append(items, l.approvalItem(a))
-	}
-	recs, err := h.svc.Store().ListAudit(r.Context(), ladder.AuditQuery{Workspace: p.Workspace, Kind: ladder.AuditRoute, Desc: true, Limit: 500})
-	if err != nil {
-		return nil, &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
-	}
-	n := 0
-	for _, rec := range recs {
-		var d routeData
-		if json.Unmarshal(rec.Data, &d) != nil || !d.Audit {
-			continue
-		}
-		if _, done := l.review(d.Queue, d.Step, rec.Subject); done {
-			continue
-		}
-		rt := ladder.Route{ID: rec.Subject, Workspace: rec.Workspace, Queue: d.Queue, Step: d.Step, Item: d.Item, Lane: d.Lane, Audit: true, Features: d.Features, At: rec.At}
-		items = append(items, item{Kind: itemAudit, At: rec.At, Route: &rt, Step: l.brief(d.Queue, d.Step), Proposal: indentJSON(d.Features)})
-		if n++; n == inboxLimit {
-			break
+	d := inboxData{Items: make([]item, 0, len(pg.Items)), Newest: cursor != ""}
+	for _, in := range pg.Items {
+		switch {
+		case in.Approval != nil:
+			it := l.approvalItem(*in.Approval)
+			it.Lanes = in.Lanes
+			d.Items = append(d.Items, it)
+		case in.Route != nil:
+			rt := in.Route
+			d.Items = append(d.Items, item{Kind: itemAudit, At: rt.At, Route: rt, Step: l.brief(rt.Queue, rt.Step), Proposal: indentJSON(rt.Features)})
 		}
 	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].At.After(items[j].At) })
-	return items, nil
+	if pg.NextCursor != "" {
+		d.Next = "/console/inbox?cursor=" + url.QueryEscape(pg.NextCursor)
+	}
+	return d, nil
 }
 
 func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) error {
-	items, err := h.inboxItems(r)
+	d, err := h.inboxItems(r)
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "inbox", page{Title: "Inbox", Nav: "inbox", Data: items})
+	h.render(w, r, http.StatusOK, "inbox", page{Title: "Inbox", Nav: "inbox", Data: d})
 	return nil
 }
 
@@ -260,6 +237,11 @@ func (h *Handler) showApproval(w http.ResponseWriter, r *http.Request, status in
 	c, ok := h.svc.FindCapability(p.Workspace, a.Capability)
 	d.Capability = c
 	d.Editable = ok && a.Status == ladder.ApprovalPending
+	if d.Editable {
+		if d.Item.Lanes, err = h.svc.ApprovalLanes(r.Context(), p, a.Approval); err != nil {
+			return err
+		}
+	}
 	if fields == nil {
 		src := a.Payload
 		if len(a.EditedPayload) > 0 {

@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"net/http"
-	"strconv"
+	"net/url"
+	"path"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ladderhq/ladder"
 )
@@ -20,13 +21,17 @@ const (
 	preCookie     = "ladder_console_pre" // binds the sign-in form's CSRF token
 )
 
-// session is a signed-in person: the key id, its workspace and when the
-// sign-in ends. Nonce makes each sign-in's CSRF token its own.
+// defaultNext is where a sign-in lands without a usable next= path.
+const defaultNext = "/console/inbox"
+
+// session is a signed-in person: the session id the cookie carries (the
+// store keeps only its hash), the key id and workspace, and when the
+// session ends.
 type session struct {
+	ID        string
 	KeyID     string
 	Workspace string
 	Expires   time.Time
-	Nonce     string
 }
 
 func (h *Handler) mac(parts ...string) string {
@@ -38,52 +43,55 @@ func (h *Handler) mac(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// encode signs s as "v1.keyid.workspace.expiry.nonce.mac".
-func (h *Handler) encode(s session) string {
-	body := strings.Join([]string{"v1", s.KeyID, base64.RawURLEncoding.EncodeToString([]byte(s.Workspace)), strconv.FormatInt(s.Expires.Unix(), 10), s.Nonce}, ".")
+// encode is the cookie value of a session id: "v2.<id>.<mac>". The id
+// alone is what counts (it is looked up on every request); the signature
+// lets a forged or stale-format cookie be refused without a read.
+func (h *Handler) encode(id string) string {
+	body := "v2." + id
 	return body + "." + h.mac("session", body)
 }
 
-// decode checks a cookie value's signature and expiry.
-func (h *Handler) decode(v string) (session, bool) {
+// decode checks a cookie value's signature and returns its session id.
+func (h *Handler) decode(v string) (string, bool) {
 	i := strings.LastIndexByte(v, '.')
 	if i < 0 {
-		return session{}, false
+		return "", false
 	}
 	body, sig := v[:i], v[i+1:]
 	if !hmac.Equal([]byte(sig), []byte(h.mac("session", body))) {
-		return session{}, false
+		return "", false
 	}
-	f := strings.Split(body, ".")
-	if len(f) != 5 || f[0] != "v1" {
-		return session{}, false
-	}
-	ws, err := base64.RawURLEncoding.DecodeString(f[2])
-	if err != nil {
-		return session{}, false
-	}
-	exp, err := strconv.ParseInt(f[3], 10, 64)
-	if err != nil {
-		return session{}, false
-	}
-	s := session{KeyID: f[1], Workspace: string(ws), Expires: time.Unix(exp, 0), Nonce: f[4]}
-	if !h.svc.Now().Before(s.Expires) {
-		return session{}, false
-	}
-	return s, true
+	id, ok := strings.CutPrefix(body, "v2.")
+	return id, ok && id != ""
 }
 
-// session returns the request's valid signed session (the key is checked
-// separately, in authed).
-func (h *Handler) session(r *http.Request) (session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return session{}, false
+// session returns the request's session while the store says it may be
+// used: not signed out, its key not revoked, not expired. ok is false for
+// a missing, forged or ended session; err is set only when the store
+// cannot answer.
+func (h *Handler) session(r *http.Request) (s session, ok bool, err error) {
+	c, cerr := r.Cookie(sessionCookie)
+	if cerr != nil {
+		return session{}, false, nil
 	}
-	return h.decode(c.Value)
+	id, valid := h.decode(c.Value)
+	if !valid {
+		return session{}, false, nil
+	}
+	se, err := h.svc.Session(r.Context(), id)
+	if err != nil {
+		if ladder.ErrorCode(err) == ladder.CodeKeyInvalid {
+			return session{}, false, nil
+		}
+		return session{}, false, err
+	}
+	return session{ID: id, KeyID: se.KeyID, Workspace: se.Workspace, Expires: se.ExpiresAt}, true, nil
 }
 
-func (h *Handler) csrfToken(s session) string { return h.mac("csrf", s.KeyID, s.Nonce) }
+// csrfToken is the form token of a session: bound to its id, so it dies
+// with the session (sign-out, key revocation, expiry) and a token of one
+// session is worthless in another.
+func (h *Handler) csrfToken(s session) string { return h.mac("csrf", s.ID) }
 
 func (h *Handler) csrfOK(s session, token string) bool {
 	return token != "" && hmac.Equal([]byte(token), []byte(h.csrfToken(s)))
@@ -101,6 +109,51 @@ func nonce() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// localNext returns next as a same-origin path under /console/ to go to
+// after sign-in, or "" when it is not one. It decodes and cleans first,
+// then checks, so that "/console/../%5Cevil.example" (which a bare prefix
+// check passes and http.Redirect cleans into "/\evil.example", another
+// origin to a browser) is refused. Backslashes, control characters and
+// spaces are refused outright, and so is "//" anywhere: browsers read a
+// backslash as a slash and drop tabs and newlines, so any of them can turn
+// a path into "//host".
+func localNext(next string) string {
+	if next == "" || len(next) > 2048 || strings.ContainsAny(next, `\`) || strings.IndexFunc(next, badRune) >= 0 {
+		return ""
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return ""
+	}
+	p := u.Path // decoded
+	if strings.ContainsAny(p, `\`) || strings.IndexFunc(p, badRune) >= 0 || !strings.HasPrefix(p, "/") || strings.Contains(p, "//") {
+		return ""
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean == "/console" {
+		clean = "/console/"
+	}
+	if !strings.HasPrefix(clean, "/console/") || strings.HasPrefix(clean, "/console//") {
+		return ""
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		q = nil
+	}
+	// Rebuilt from its parts, re-encoded: nothing of the raw string (a
+	// fragment, an odd escape) reaches the Location header.
+	out := &url.URL{Path: clean, RawQuery: q.Encode()}
+	return out.String()
+}
+
+// badRune is a character no next= path may hold: controls and spaces.
+func badRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar
 }
 
 // signinData is the sign-in page's data.
@@ -123,16 +176,14 @@ func (h *Handler) showSignin(w http.ResponseWriter, r *http.Request, status int,
 		pre = nonce()
 		http.SetCookie(w, cookie(r, preCookie, pre, 3600))
 	}
-	next := r.FormValue("next")
-	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console//") {
-		next = ""
-	}
-	h.render(w, r, status, "signin", page{Title: "Sign in", Error: e, Data: signinData{Next: next, PreToken: h.mac("signin", pre)}})
+	h.render(w, r, status, "signin", page{Title: "Sign in", Error: e, Data: signinData{Next: localNext(r.FormValue("next")), PreToken: h.mac("signin", pre)}})
 	return nil
 }
 
-// signin checks a human key and starts a session. Agent and admin keys are
-// refused; an invalid key gets the same answer whatever is wrong with it.
+// signin checks a human key and starts a new session. Agent and admin keys
+// are refused; an invalid key gets the same answer whatever is wrong with
+// it. Every sign-in gets a fresh session id from the store, whatever
+// cookie the browser brought (no session fixation).
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return h.showSignin(w, r, http.StatusBadRequest, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The form could not be read."})
@@ -142,61 +193,55 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) error {
 		h.renderError(w, r, errCSRF)
 		return nil
 	}
+	invalid := func(code ladder.Code) error {
+		return h.showSignin(w, r, http.StatusUnauthorized, &ladder.Error{Code: code, Message: "That key is not valid.", Hint: "Check the key; it may be revoked or expired. Ask an admin for a human key (ladder keys create --kind human)."})
+	}
 	token := strings.TrimSpace(r.PostFormValue("key"))
 	p, err := h.svc.Authenticate(r.Context(), token)
 	if err != nil {
 		e := ladder.AsError(err)
 		if e.Code == ladder.CodeKeyMissing || e.Code == ladder.CodeKeyInvalid {
-			return h.showSignin(w, r, http.StatusUnauthorized, &ladder.Error{Code: e.Code, Message: "That key is not valid.", Hint: "Check the key; it may be revoked or expired. Ask an admin for a human key (ladder keys create --kind human)."})
+			return invalid(e.Code)
 		}
 		return err
 	}
 	if p.Kind != ladder.KeyHuman {
 		return h.showSignin(w, r, http.StatusForbidden, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "Only a human key can sign in to the console; this is an " + string(p.Kind) + " key.", Hint: "Use the human key of your workspace."})
 	}
-	k, err := h.svc.Store().GetKey(r.Context(), p.KeyID)
+	id, se, err := h.svc.StartSession(r.Context(), p, h.ttl)
 	if err != nil {
-		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The store does not answer.", Hint: "Try again shortly.", Err: err}
-	}
-	now := h.svc.Now()
-	s := session{KeyID: p.KeyID, Workspace: p.Workspace, Expires: now.Add(h.ttl).Truncate(time.Second), Nonce: nonce()}
-	if k.ExpiresAt != nil && k.ExpiresAt.Before(s.Expires) {
-		s.Expires = *k.ExpiresAt
-	}
-	if err := h.auditSession(r, p, "console.signin"); err != nil {
+		e := ladder.AsError(err)
+		switch e.Code {
+		case ladder.CodeKeyInvalid:
+			return invalid(e.Code)
+		case ladder.CodeAuditUnavailable:
+			return &ladder.Error{Code: e.Code, Message: "The audit log cannot be written right now, so you were not signed in.", Hint: "Try again shortly.", Err: err}
+		}
 		return err
 	}
-	http.SetCookie(w, cookie(r, sessionCookie, h.encode(s), int(s.Expires.Sub(now).Seconds())))
+	maxAge := int(se.ExpiresAt.Sub(h.svc.Now()).Seconds())
+	http.SetCookie(w, cookie(r, sessionCookie, h.encode(id), max(maxAge, 1)))
 	http.SetCookie(w, cookie(r, preCookie, "", -1))
-	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console//") {
-		next = "/console/inbox"
+	next := localNext(r.PostFormValue("next"))
+	if next == "" {
+		next = defaultNext
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }
 
-// signout ends the session in this browser.
+// signout ends the session: the store revokes it, so the cookie and every
+// form token of the session are refused from now on, on every replica.
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) error {
-	if err := h.auditSession(r, principalOf(r), "console.signout"); err != nil {
+	s, _ := sessionFrom(r.Context())
+	if err := h.svc.EndSession(r.Context(), s.ID); err != nil {
+		e := ladder.AsError(err)
+		if e.Code == ladder.CodeAuditUnavailable {
+			return &ladder.Error{Code: e.Code, Message: "The audit log cannot be written right now, so you were not signed out.", Hint: "Try again shortly.", Err: err}
+		}
 		return err
 	}
 	h.clearSession(w, r)
 	http.Redirect(w, r, "/console/signin?done=signedout", http.StatusSeeOther)
-	return nil
-}
-
-// auditSession records a sign-in or sign-out under the person's key id.
-func (h *Handler) auditSession(r *http.Request, p ladder.Principal, kind string) error {
-	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, kind, p.KeyID, h.svc.Now(), map[string]any{"key_id": p.KeyID})
-	if err != nil {
-		return err
-	}
-	if _, err := h.svc.Store().AppendAudit(r.Context(), e); err != nil {
-		if errors.Is(err, ladder.ErrUnavailable) {
-			return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be written right now, so you were not signed in or out.", Hint: "Try again shortly.", Err: err}
-		}
-		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log failed.", Hint: "Try again shortly.", Err: err}
-	}
 	return nil
 }

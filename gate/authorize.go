@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -89,6 +90,78 @@ func (g *Gate) Authorize(caseID, fn string, evidence map[string]any) (Decision, 
 		return Decision{}, err
 	}
 	return c.decide(f, f.fillDefaults(evidence)), nil
+}
+
+// AuthorizeBound is Authorize for evidence submitted with an action: bound
+// maps evidence fields to the values the action names (the bill the call
+// pays, say). Evidence whose bound field is absent or holds another value
+// is not scored: the decision is ESCALATE with EVIDENCE_NOT_BOUND_TO_PAYLOAD,
+// so evidence gathered for one action never authorizes another. Values
+// compare in their JSON spelling (a string as itself, a number as its
+// literal).
+func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound map[string]string) (Decision, error) {
+	if len(bound) == 0 {
+		return g.Authorize(caseID, fn, evidence)
+	}
+	c, err := g.lookupCase(caseID)
+	if err != nil {
+		return g.Authorize(caseID, fn, evidence) // the same lookup refusals
+	}
+	f, ok := c.fns[fn]
+	if !ok {
+		return g.Authorize(caseID, fn, evidence)
+	}
+	if evidence == nil {
+		evidence = map[string]any{}
+	}
+	if err := f.validate(evidence); err != nil {
+		return Decision{}, err
+	}
+	fields := make([]string, 0, len(bound))
+	for field := range bound {
+		fields = append(fields, field)
+	}
+	slices.Sort(fields)
+	for _, field := range fields {
+		got, ok := BoundValue(evidence[field])
+		if v, present := evidence[field]; !present || v == nil {
+			ok = false
+		}
+		if ok && got == bound[field] {
+			continue
+		}
+		shown := "no " + field
+		if ok {
+			shown = fmt.Sprintf("%s %q", field, got)
+		}
+		return Decision{
+			GateState: StateEscalate, SchemaVersion: SchemaVersion,
+			Case: c.info.ID, PreconditionFn: f.name, CommitID: f.commitID, ReasonCode: ReasonEvidenceNotBound,
+			HumanReadable: Redact(fmt.Sprintf("The evidence names %s but the action is for %s %q, so it was not scored: evidence authorizes only the action it describes. Send evidence gathered for this very action to %s.",
+				shown, field, bound[field], f.commitName)),
+			Evidence: evidence,
+		}, nil
+	}
+	return c.decide(f, f.fillDefaults(evidence)), nil
+}
+
+// BoundValue spells a JSON value the way AuthorizeBound compares it: a
+// string as itself, a number as its literal (json.Number or float64). Other
+// values cannot be bound.
+func BoundValue(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case interface{ String() string }: // json.Number
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	}
+	return "", false
 }
 
 // scoring is the result of scoring one version of the evidence.

@@ -63,6 +63,11 @@ const (
 	// ReasonDimensionBelowFloor: Q passed, but one dimension is below its
 	// declared floor (min), so a failed red line was not averaged away.
 	ReasonDimensionBelowFloor = "DIMENSION_BELOW_FLOOR"
+	// ReasonEvidenceNotBound: the evidence of a capability call does not
+	// name what its payload acts on (a bound field differs or is absent),
+	// so it is not scored: evidence authorizes only the action it
+	// describes.
+	ReasonEvidenceNotBound = "EVIDENCE_NOT_BOUND_TO_PAYLOAD"
 )
 
 // ReasonCodes lists every reason code, for documentation and exhaustive tests.
@@ -78,6 +83,7 @@ var ReasonCodes = []string{
 	ReasonOrderingPreconditionUnmet,
 	ReasonEvaluatorFault,
 	ReasonDimensionBelowFloor,
+	ReasonEvidenceNotBound,
 }
 
 // Defaults from the 4D-CQ paper, used when a Case leaves a field unset.

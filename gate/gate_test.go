@@ -228,6 +228,33 @@ func TestReasonCodes(t *testing.T) {
 		t.Errorf("bypass decision (-want +got):\n%s", diff)
 	}
 	seen[d.ReasonCode] = true
+
+	// Evidence bound to an action: a bound field that names another value,
+	// or none, is not scored; the matching one is scored as usual.
+	for _, tt := range []struct {
+		name  string
+		ev    ev
+		bound map[string]string
+		want  outcome
+	}{
+		{"bound field differs", ev{"r": 1, "name": "GOOD-1"}, map[string]string{"name": "BAD-9"}, outcome{GateState: "ESCALATE", ReasonCode: "EVIDENCE_NOT_BOUND_TO_PAYLOAD"}},
+		{"bound field absent", ev{"r": 1}, map[string]string{"name": "BAD-9"}, outcome{GateState: "ESCALATE", ReasonCode: "EVIDENCE_NOT_BOUND_TO_PAYLOAD"}},
+		{"bound field matches", ev{"r": 1, "name": "GOOD-1"}, map[string]string{"name": "GOOD-1"}, outcome{GateState: "PASS", ReasonCode: "PASS_ABOVE_THRESHOLD", Q: 1, Scores: sc(1, 1, 1, 1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := g.AuthorizeBound("toy", "norepair", tt.ev, tt.bound)
+			if err != nil {
+				t.Fatalf("AuthorizeBound: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, outcomeOf(d), approx); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+			if tt.want.ReasonCode == "EVIDENCE_NOT_BOUND_TO_PAYLOAD" && !strings.Contains(d.HumanReadable, "BAD-9") {
+				t.Errorf("HumanReadable = %q, want it to name the action's value", d.HumanReadable)
+			}
+			seen[d.ReasonCode] = true
+		})
+	}
 	for _, code := range gate.ReasonCodes {
 		if !seen[code] {
 			t.Errorf("no test produced reason code %s", code)

@@ -40,7 +40,9 @@ workspaces:
               doc: Releases need ok evidence.
               evidence:
                 type: object
+                required: [bill_id]
                 properties:
+                  bill_id: {type: string, description: The bill the checks were made for.}
                   ok: {type: boolean, description: Whether the checks passed.}
               R: "evidence.ok ? 1.0 : 0.0"
               C: "1.0"
@@ -71,7 +73,8 @@ workspaces:
       - id: acme:gated
         title: Gated release
         description: Releases a held payment when the evidence passes.
-        gate: {case: release, precondition_fn: score_release}
+        payload_schema: {type: object, required: [bill_id], properties: {bill_id: {type: string, description: The bill.}}}
+        gate: {case: release, precondition_fn: score_release, bind: {bill_id: bill_id}}
         executor: {kind: http, url: "demo:payments"}
       - id: acme:human
         title: Approve a commission
@@ -272,7 +275,7 @@ func TestShadowAndGateRefusals(t *testing.T) {
 	if data["proposal_id"] == nil {
 		t.Fatalf("shadow must record the proposal: %s", r.Raw)
 	}
-	held := c.call("acme:gated", map[string]any{"evidence": map[string]any{"ok": false}})
+	held := c.call("acme:gated", map[string]any{"bill_id": "B-1", "evidence": map[string]any{"bill_id": "B-1", "ok": false}})
 	if held.Status != 403 || held.ErrorCode() != "GATE_HELD" {
 		t.Fatalf("gate: %d %s", held.Status, held.Raw)
 	}
@@ -283,11 +286,11 @@ func TestShadowAndGateRefusals(t *testing.T) {
 	if c.Upstream.Calls() != before {
 		t.Fatal("a refusal executed something")
 	}
-	pass := c.call("acme:gated", map[string]any{"evidence": map[string]any{"ok": true}})
+	pass := c.call("acme:gated", map[string]any{"bill_id": "B-1", "evidence": map[string]any{"bill_id": "B-1", "ok": true}})
 	if pass.Status != 200 || pass.Body["gate_decision_id"] == nil || pass.Body["status"] != "executed" {
 		t.Fatalf("gate PASS: %d %s", pass.Status, pass.Raw)
 	}
-	if missing := c.call("acme:gated", map[string]any{}); missing.Status != 400 || !strings.Contains(string(missing.Raw), "list_precondition_functions") {
+	if missing := c.call("acme:gated", map[string]any{"bill_id": "B-1"}); missing.Status != 400 || !strings.Contains(string(missing.Raw), "list_precondition_functions") {
 		t.Fatalf("missing evidence: %d %s", missing.Status, missing.Raw)
 	}
 }

@@ -58,9 +58,9 @@ func TestStoreFaultsRefuseAndRecover(t *testing.T) {
 			}{
 				{"route", "POST", "/v1/route", agent, map[string]any{"step": "auto_step", "item": "during"}},
 				{"review", "POST", "/v1/routes/" + routeID + "/review", human, map[string]any{"verdict": "agree"}},
-				{"authorize", "POST", "/v1/gate/authorize", agent, map[string]any{"case": "release", "precondition_fn": "score_release", "evidence": map[string]any{"ok": true}}},
+				{"authorize", "POST", "/v1/gate/authorize", agent, map[string]any{"case": "release", "precondition_fn": "score_release", "evidence": map[string]any{"bill_id": "G-0", "ok": true}}},
 				{"call on a step", "POST", "/v1/capabilities/acme:post/call", agent, map[string]any{"payload": map[string]any{"bill_id": "B-1"}, "idempotency_key": "B-1"}},
-				{"gated call", "POST", "/v1/capabilities/acme:gated/call", agent, map[string]any{"evidence": map[string]any{"ok": true}, "idempotency_key": "G-1"}},
+				{"gated call", "POST", "/v1/capabilities/acme:gated/call", agent, map[string]any{"bill_id": "G-1", "evidence": map[string]any{"bill_id": "G-1", "ok": true}, "idempotency_key": "G-1"}},
 				{"human gate", "POST", "/v1/capabilities/acme:human/call", agent, map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "C-1"}}},
 			}
 			for _, c := range refused {

@@ -12,7 +12,7 @@ import (
 // goodRelease is release_payment evidence that passes.
 func goodRelease(bill string) map[string]any {
 	return map[string]any{"bill_id": bill, "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true,
-		"hold_reason_cleared_before_release": true}
+		"dispute_open": false, "hold_reason_cleared_before_release": true}
 }
 
 func authorizeBody(caseID, fn string, ev map[string]any) map[string]any {
@@ -74,7 +74,7 @@ func TestGateREST(t *testing.T) {
 			{"unknown case", authorizeBody("release", "score_release_hold", nil), 404, "UNKNOWN_CASE", "case", "valid cases: release_payment"},
 			{"unknown function", authorizeBody("release_payment", "score", nil), 404, "UNKNOWN_FUNCTION", "precondition_fn", "score_release_hold"},
 			{"missing required evidence field", authorizeBody("release_payment", "score_release_hold", map[string]any{"pod_received": true}), 400, "EVIDENCE_INVALID", "evidence.bill_id", "list_precondition_functions"},
-			{"mistyped evidence field", authorizeBody("release_payment", "score_release_hold", map[string]any{"bill_id": 7}), 400, "EVIDENCE_INVALID", "evidence.bill_id", "fix evidence.bill_id"},
+			{"mistyped evidence field", authorizeBody("release_payment", "score_release_hold", map[string]any{"bill_id": 7, "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": false, "hold_reason_cleared_before_release": true}), 400, "EVIDENCE_INVALID", "evidence.bill_id", "fix evidence.bill_id"},
 			{"evidence not an object", `{"case":"release_payment","precondition_fn":"score_release_hold","evidence":[1]}`, 400, "EVIDENCE_INVALID", "evidence", "object"},
 			{"unknown body field", `{"case":"release_payment","precondition_fn":"score_release_hold","evidense":{}}`, 400, "INVALID_ARGUMENT", "evidense", ""},
 		}

@@ -113,7 +113,7 @@ func newIsoFixture(t *testing.T) *isoFixture {
 	}
 	f.eastApprID, _ = res.Body["approval_id"].(string)
 	res = e.Do("POST", "/v1/gate/authorize", e.Keys[isoB+"/agent"], map[string]any{"case": "release_payment", "precondition_fn": "score_release_hold",
-		"evidence": map[string]any{"bill_id": "BILL-ISO-B-0003", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "hold_reason_cleared_before_release": true}})
+		"evidence": map[string]any{"bill_id": "BILL-ISO-B-0003", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": false, "hold_reason_cleared_before_release": true}})
 	if res.Status != http.StatusOK {
 		t.Fatalf("authorize in B: %d %s", res.Status, res.Raw)
 	}

@@ -43,8 +43,23 @@ type Options struct {
 	// MaxInFlight caps the requests served at once; one more is answered
 	// 503 OVERLOADED at once instead of queueing. 0 means
 	// DefaultMaxInFlight; a negative value turns the cap off. Health and
-	// metrics endpoints are not counted.
+	// metrics endpoints are not counted. A request takes its slot only
+	// once it is authenticated and its body is read (see admit).
 	MaxInFlight int
+	// MaxInFlightPerKey caps the requests one key has in progress, its body
+	// being read included; one more is answered 429 RATE_LIMITED at once.
+	// 0 means DefaultMaxInFlightPerKey; negative turns the cap off.
+	MaxInFlightPerKey int
+	// MaxInFlightPerAddress is the same cap for requests without a valid
+	// key (the console, keyless /mcp) per client address — an IPv4
+	// address or an IPv6 /64. 0 means DefaultMaxInFlightPerAddress;
+	// negative turns the cap off (do so behind a proxy, where every client
+	// has the proxy's address, or raise it).
+	MaxInFlightPerAddress int
+	// BodyTimeout bounds the reading of a whole request body; a body not
+	// in by then is answered 408 BODY_TIMEOUT. 0 means DefaultBodyTimeout;
+	// negative leaves only the http.Server's own timeouts.
+	BodyTimeout time.Duration
 }
 
 // DefaultMaxInFlight is the concurrency cap when Options.MaxInFlight is 0.
@@ -63,6 +78,12 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
 	inflight chan struct{} // nil: no cap
+	// lookups bounds the key lookups admit runs before the global cap
+	// (the same size as it; nil: no cap).
+	lookups     chan struct{}
+	perKey      *slots
+	perAddr     *slots
+	bodyTimeout time.Duration // 0: none
 }
 
 // New returns a Server with every route registered.
@@ -89,6 +110,17 @@ func New(opts Options) *Server {
 	case opts.MaxInFlight > 0:
 		s.inflight = make(chan struct{}, opts.MaxInFlight)
 	}
+	if s.inflight != nil {
+		s.lookups = make(chan struct{}, cap(s.inflight))
+	}
+	s.perKey = newSlots(opts.MaxInFlightPerKey, DefaultMaxInFlightPerKey)
+	s.perAddr = newSlots(opts.MaxInFlightPerAddress, DefaultMaxInFlightPerAddress)
+	switch {
+	case opts.BodyTimeout == 0:
+		s.bodyTimeout = DefaultBodyTimeout
+	case opts.BodyTimeout > 0:
+		s.bodyTimeout = opts.BodyTimeout
+	}
 
 	s.routes()
 	for pattern, h := range opts.Mounts {
@@ -110,8 +142,11 @@ func (s *Server) routes() {
 	})
 	s.handle("GET /readyz", func(w http.ResponseWriter, r *http.Request) error {
 		if err := s.svc.Ready(r.Context()); err != nil {
-			s.log.WarnContext(r.Context(), "not ready", "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "the store does not answer; calls are refused with AUDIT_UNAVAILABLE until it does"})
+			// The service logs when writes start failing and when they
+			// recover; a balancer polling every second needs no line each.
+			s.log.DebugContext(r.Context(), "not ready", "err", err)
+			le := ladder.AsError(err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": le.Message + "; " + le.Hint})
 			return nil
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -162,9 +197,14 @@ func bearer(r *http.Request) string {
 // auth wraps h so that it runs only for a valid key of one of the kinds.
 func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.svc.Authenticate(r.Context(), bearer(r))
-		if err != nil {
-			return err
+		// admit has authenticated the key already; look it up only when
+		// the request did not come through it.
+		p, ok := r.Context().Value(principalKey{}).(ladder.Principal)
+		if !ok {
+			var err error
+			if p, err = s.svc.Authenticate(r.Context(), bearer(r)); err != nil {
+				return err
+			}
 		}
 		if err := KindAllowed(p, kinds...); err != nil {
 			return err
@@ -297,24 +337,17 @@ func setLogKey(r *http.Request, id string) {
 	}
 }
 
-// instrument adds the body limit, panic recovery, metrics and the access log.
+// instrument adds the body limit, admission (admit), panic recovery,
+// metrics and the access log.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		r = r.WithContext(context.WithValue(r.Context(), logKeyCtx{}, sw))
-		if s.inflight != nil && !exempt(r.URL.Path) {
-			select {
-			case s.inflight <- struct{}{}:
-				defer func() { <-s.inflight }()
-			default:
-				s.writeError(sw, r, &ladder.Error{Code: ladder.CodeOverloaded, Message: "the server is serving as many requests as it may at once, so this one was not started",
-					Hint: "nothing was done; retry after a second", Data: map[string]any{"retry_after_seconds": 1}})
-				s.requests.WithLabelValues("overloaded", r.Method, strconv.Itoa(sw.status)).Inc()
-				return
-			}
-		}
+		// A refusal at the door is counted there and not logged: a flood
+		// of them must stay cheap.
+		refused := false
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -324,6 +357,9 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 				if sw.status == 0 {
 					s.writeError(sw, r, fmt.Errorf("panic: %v", p))
 				}
+			}
+			if refused {
+				return
 			}
 			status := sw.status
 			if status == 0 {
@@ -341,12 +377,21 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 					slog.Int("status", status), slog.Duration("duration", d), slog.String("key_id", sw.keyID))
 			}
 		}()
+		if !exempt(r.URL.Path) {
+			admitted, release, ok := s.admit(sw, r)
+			if !ok {
+				refused = true
+				return
+			}
+			defer release()
+			r = admitted
+		}
 		next.ServeHTTP(sw, r)
 	})
 }
 
-// exempt reports whether path is a probe or metrics endpoint, which the
-// concurrency cap leaves alone so operators can see an overloaded server.
+// exempt reports whether path is a probe or metrics endpoint, which
+// admission leaves alone so operators can see an overloaded server.
 func exempt(path string) bool {
 	return path == "/healthz" || path == "/readyz" || path == "/metrics"
 }

@@ -124,13 +124,13 @@ func TestStrictPayloadEveryDepth(t *testing.T) {
 		{"case-variant keys on a propose step", "acme:propose", `{"payload":{"bill_id":"B-2","rate":1.5,"RATE":9}}`, "payload.RATE", "differs only in case"},
 		{"case-variant keys deep in the payload", "acme:human", `{"program":"p1","payload":{"commission_id":"c-3","lines":[{"amount":1,"Amount":2}]}}`,
 			"payload.lines[0].Amount", "differs only in case"},
-		{"case-variant evidence keys", "acme:gated", `{"evidence":{"ok":false,"OK":true}}`, "evidence.OK", `differs only in case from "ok"`},
+		{"case-variant evidence keys", "acme:gated", `{"bill_id":"B-1","evidence":{"bill_id":"B-1","ok":false,"OK":true}}`, "evidence.OK", `differs only in case from "ok"`},
 		{"case folding beyond ASCII (Kelvin sign)", "acme:human", "{\"program\":\"p1\",\"payload\":{\"commission_id\":\"c-4\",\"\\u212aind\":1,\"kind\":2}}",
 			"payload.kind", "differs only in case"},
 		{"number beyond float64 in the payload", "acme:propose", `{"payload":{"bill_id":"B-3","rate":1e400}}`,
 			"payload.rate", "1e400 is outside the range of a 64-bit float; send a finite number"},
 		{"number beyond float64 at the top level", "acme:propose", `{"bill_id":"B-4","rate":-1e400}`, "rate", "-1e400 is outside the range of a 64-bit float"},
-		{"number beyond float64 in evidence", "acme:gated", `{"evidence":{"ok":true,"score":1e400}}`, "evidence.score", "1e400 is outside the range of a 64-bit float"},
+		{"number beyond float64 in evidence", "acme:gated", `{"bill_id":"B-1","evidence":{"bill_id":"B-1","ok":true,"score":1e400}}`, "evidence.score", "1e400 is outside the range of a 64-bit float"},
 	}
 	ctx := t.Context()
 	before, err := c.Store.ListAudit(ctx, ladder.AuditQuery{Workspace: "acme", Limit: 500})
@@ -189,21 +189,90 @@ func TestStrictPayloadEveryDepth(t *testing.T) {
 // TestNumberBeyondFloat64 covers the bodies decoded into typed requests:
 // route features and gate evidence name the field with 400
 // INVALID_ARGUMENT (evidence was refused as "not a JSON object", features
-// recorded as 1e400).
+// recorded as 1e400), and the MCP authorize tool and a capability tool
+// answer an isError result naming it.
 func TestNumberBeyondFloat64(t *testing.T) {
 	c := startCapEnv(t)
 	for _, tt := range []struct{ path, body, field string }{
 		{"/v1/route", `{"step":"auto_step","item":"x","features":{"amount_usd":1e400}}`, "features.amount_usd"},
 		{"/v1/gate/authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"score":1e400}}`, "evidence.score"},
 		{"/v1/gate/authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"Ok":false}}`, "evidence.Ok"},
+		{"/v1/capabilities/acme:gated/call", `{"bill_id":"B-1","evidence":{"bill_id":"B-1","ok":true,"score":1e400}}`, "evidence.score"},
 	} {
 		r := c.Do("POST", tt.path, c.agent, tt.body)
-		if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" || errField(r) != tt.field {
+		if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" || errField(r) != tt.field || strings.Contains(string(r.Raw), "must be a JSON object") {
 			t.Errorf("%s %s: %d %s; want 400 INVALID_ARGUMENT with field %s", tt.path, tt.body, r.Status, r.Raw, tt.field)
+		}
+	}
+	for i, tt := range []struct{ tool, args, field string }{
+		{"authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"score":1e400}}`, "evidence.score"},
+		{"authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"score":-1E+309,"note":"x"}}`, "evidence.score"},
+		{"acme:gated", `{"bill_id":"B-1","evidence":{"bill_id":"B-1","ok":true,"score":1e400}}`, "evidence.score"},
+	} {
+		id := strconv.Itoa(200 + i)
+		m := c.Do("POST", "/mcp", c.agent, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tt.tool+`","arguments":`+tt.args+`}}`)
+		text, isErr := toolText(t, m)
+		if m.Status != 200 || !isErr || !strings.Contains(text, tt.field+": ") || !strings.Contains(text, "outside the range of a 64-bit float") || !strings.Contains(string(m.Raw), `"id":`+id+`,`) {
+			t.Errorf("MCP %s: %d %s; want an isError result naming %s", tt.tool, m.Status, m.Raw, tt.field)
 		}
 	}
 	recs, err := c.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: "acme", Kind: ladder.AuditRoute})
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("%d routes recorded (%v)", len(recs), err)
+	}
+	if n := c.Upstream.Calls(); n != 0 {
+		t.Fatalf("the upstream ran %d times for refused calls", n)
+	}
+}
+
+// TestUnpairedSurrogateRefused: a string or a key holding an unpaired
+// UTF-16 surrogate escape ("\ud800") is refused wherever it is — gate
+// evidence, a capability's evidence and payload, route features — naming
+// the path: REST 400 INVALID_ARGUMENT with data.field, MCP an isError
+// result. encoding/json reads it as U+FFFD, so "\ud800" and "\udbff"
+// would be one bill id to a handler and to the log, and another to a
+// reader that keeps the escape.
+func TestUnpairedSurrogateRefused(t *testing.T) {
+	c := startCapEnv(t)
+	const want = "unpaired UTF-16 surrogate escape"
+	cases := []struct{ name, path, tool, args, field string }{
+		{"gate evidence value", "/v1/gate/authorize", "authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"bill_id":"\ud800"}}`, "evidence.bill_id"},
+		{"gate evidence key", "/v1/gate/authorize", "authorize", `{"case":"release","precondition_fn":"score_release","evidence":{"ok":true,"bill\udc00":"B-1"}}`, "evidence"},
+		{"capability evidence", "/v1/capabilities/acme:gated/call", "acme:gated", `{"bill_id":"B-1","evidence":{"bill_id":"B-1\udbff","ok":true}}`, "evidence.bill_id"},
+		{"capability payload deep", "/v1/capabilities/acme:human/call", "acme:human", `{"program":"p1","payload":{"commission_id":"c-1","lines":[{"memo":"\ude00\ud83d"}]}}`, "payload.lines[0].memo"},
+		{"capability payload merged from the top level", "/v1/capabilities/acme:post/call", "acme:post", `{"bill_id":"B-\ud800","idempotency_key":"s-1"}`, "bill_id"},
+		{"route features", "/v1/route", "route_item", `{"step":"auto_step","item":"x","features":{"vendor":"\ud83d"}}`, "features.vendor"},
+		{"route item", "/v1/route", "route_item", `{"step":"auto_step","item":"\udfff"}`, "item"},
+	}
+	upstream := c.Upstream.Calls()
+	for i, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			r := c.Do("POST", tt.path, c.agent, tt.args)
+			if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" || errField(r) != tt.field || !strings.Contains(string(r.Raw), want) {
+				t.Errorf("REST: %d %s; want 400 INVALID_ARGUMENT with field %s", r.Status, r.Raw, tt.field)
+			}
+			id := strconv.Itoa(300 + i)
+			m := c.Do("POST", "/mcp", c.agent, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tt.tool+`","arguments":`+tt.args+`}}`)
+			text, isErr := toolText(t, m)
+			if m.Status != 200 || !isErr || !strings.Contains(text, tt.field+": ") || !strings.Contains(text, want) || !strings.Contains(string(m.Raw), `"id":`+id+`,`) {
+				t.Errorf("MCP: %d %s; want an isError result naming %s", m.Status, m.Raw, tt.field)
+			}
+		})
+	}
+	// Nothing ran or was recorded; a surrogate pair, and U+FFFD sent as
+	// itself, still pass.
+	if n := c.Upstream.Calls() - upstream; n != 0 {
+		t.Fatalf("the upstream ran %d times for refused calls", n)
+	}
+	for _, k := range []string{ladder.AuditRoute, ladder.AuditCall, ladder.AuditGateDecision, ladder.AuditApproval} {
+		if recs, err := c.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: "acme", Kind: k}); err != nil || len(recs) != 0 {
+			t.Fatalf("%d %s records after refused requests (%v)", len(recs), k, err)
+		}
+	}
+	if a := c.Do("GET", "/v1/approvals", c.human, nil); a.Status != 200 || len(a.Body["approvals"].([]any)) != 0 {
+		t.Fatalf("approvals after refused calls: %d %s", a.Status, a.Raw)
+	}
+	if r := c.Do("POST", "/v1/route", c.agent, `{"step":"auto_step","item":"x","features":{"vendor":"\ud83d\ude9a \ufffd"}}`); r.Status != 200 {
+		t.Fatalf("a surrogate pair and U+FFFD: %d %s", r.Status, r.Raw)
 	}
 }

@@ -111,6 +111,7 @@ func statelessMetaOK(r *http.Request, cp callParams) bool {
 			if !isObject(v) || json.Unmarshal(v, new(sdk.Implementation)) != nil {
 				return false
 			}
+		//lint:ignore SA1019 clients of 2026-07-28 still send it during the deprecation window, and the SDK accepts it
 		case sdk.MetaKeyLogLevel:
 			// The SDK ignores a log level it cannot read; no ladder tool logs.
 		default:
@@ -124,6 +125,7 @@ func statelessMetaOK(r *http.Request, cp callParams) bool {
 // capabilities into (its clientCapabilitiesV2).
 type clientCapabilities struct {
 	sdk.ClientCapabilities
+	//lint:ignore SA1019 the SDK still reads roots from 2026-07-28 clients during the deprecation window; the fast path must accept what it accepts
 	Roots *sdk.RootCapabilities `json:"roots,omitempty"`
 }
 

@@ -2,12 +2,18 @@ package mcp_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/gob"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder/internal/testenv"
 	"github.com/ladderhq/ladder/mcp"
@@ -245,7 +251,8 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 }
 
 // FuzzFastPathMatchesSDK builds tools/call requests from fuzzed ids, tool
-// names, arguments and _meta under each protocol version and requires the
+// names, arguments and _meta under each protocol version (and one ladder
+// does not speak) and requires the
 // handler's answer to equal the SDK's, whichever path took the request.
 func FuzzFastPathMatchesSDK(f *testing.F) {
 	e, fast, slow := handlers(f)
@@ -272,10 +279,14 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 		{2, `"\ud800"`, "which_steps_run_alone", `{}`, ``},
 		{0, `3`, "route_item", `{"step":"capture_eta","item":"FUZZ-3","features":{"w":1,"W":2}}`, ``},
 		{3, `4`, "route_item", `{"step":"capture_eta","item":"FUZZ-4","features":{"amount_usd":1e400}}`, string(meta)},
+		{0, `5`, "route_item", `{"step":"capture_eta","item":"FUZZ-\ud800"}`, ``},
+		{3, `6`, "route_item", `{"step":"capture_eta","item":"FUZZ-6","features":{"w\udc00":1}}`, string(meta)},
+		{1, `"\ud83d\ude00"`, "route_item", `{"step":"capture_eta","item":"FUZZ-\ud83d\ude9a"}`, ``},
+		{4, `7`, "which_steps_run_alone", `{}`, ``},
 	} {
 		f.Add(s.version, s.id, s.name, s.args, s.metaArg)
 	}
-	versions := []string{"2025-06-18", "2025-11-25", "", "2026-07-28"}
+	versions := []string{"2025-06-18", "2025-11-25", "", "2026-07-28", "1999-01-01"}
 	f.Fuzz(func(t *testing.T, version uint8, id, name, args, metaArg string) {
 		v := versions[int(version)%len(versions)]
 		nameJSON, _ := json.Marshal(name)
@@ -301,4 +312,144 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 			t.Fatalf("%s (protocol %q): answers differ:\nfast %s\nSDK  %s", body, v, g, w)
 		}
 	})
+}
+
+// gobCursor is a tools/list cursor as go-sdk v1.8 spells one (a gob of its
+// pageToken, base64url): one the SDK alone would take as a place to start.
+func gobCursor(tb testing.TB, lastUID string) string {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(struct{ LastUID string }{lastUID}); err != nil {
+		tb.Fatal(err)
+	}
+	return base64.URLEncoding.EncodeToString(buf.Bytes())
+}
+
+// TestFrontDoorRefusalsOnBothPaths: a list cursor ladder never issued, an
+// MCP-Protocol-Version it does not speak and an unpaired surrogate escape
+// in tools/call arguments are answered by the front door alike with the
+// fast path on and off: a list cursor -32602 BAD_CURSOR (HTTP 400 under
+// 2026-07-28, as the SDK maps -32602), a version 400 with the -32022
+// UnsupportedProtocolVersion error listing the supported versions, a
+// surrogate an isError result naming the path — each as JSON-RPC with
+// data.code and data.hint and the id echoed, never the SDK's text/plain
+// or bare "invalid params".
+func TestFrontDoorRefusalsOnBothPaths(t *testing.T) {
+	e, fast, slow := handlers(t)
+	key := e.Keys["vantrow-bills/agent"]
+	forged := gobCursor(t, "route_item")
+	type want struct {
+		status  int
+		rpcCode int
+		code    string
+		hint    string
+	}
+	cursor := want{http.StatusOK, -32602, "BAD_CURSOR", "without a cursor"}
+	stateless := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+	version := want{http.StatusBadRequest, -32022, "UNSUPPORTED_PROTOCOL_VERSION", "2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"}
+	steps := call(31, "which_steps_run_alone", map[string]any{})
+	cases := []struct {
+		name    string
+		body    json.RawMessage
+		headers map[string]string
+		want    want
+	}{
+		{"garbage cursor", rpc(21, "tools/list", map[string]any{"cursor": "garbage!"}), nil, cursor},
+		{"forged cursor the SDK would decode", rpc(22, "tools/list", map[string]any{"cursor": forged}), nil, cursor},
+		{"truncated cursor", rpc(23, "tools/list", map[string]any{"cursor": forged[:len(forged)-6]}), nil, cursor},
+		{"another workspace's tool as the cursor", rpc(24, "tools/list", map[string]any{"cursor": gobCursor(t, "ticket6:readLedger")}), nil, cursor},
+		{"a number as the cursor", rpc(25, "tools/list", map[string]any{"cursor": 5}), nil, cursor},
+		{"a cursor on prompts/list", rpc(26, "prompts/list", map[string]any{"cursor": "x"}), nil, cursor},
+		{"a cursor on resources/list", rpc("r-27", "resources/list", map[string]any{"cursor": forged}), nil, cursor},
+		{"a forged cursor under 2026-07-28", rpc(28, "tools/list", map[string]any{"cursor": forged, "_meta": statelessMeta("2026-07-28")}), stateless,
+			want{http.StatusBadRequest, -32602, "BAD_CURSOR", "without a cursor"}},
+		{"version 1999-01-01 on tools/list", rpc(29, "tools/list", nil), map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, version},
+		{"version 1999-01-01 on tools/call", steps, map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, version},
+		{"a version after 2026-07-28", steps, map[string]string{"Mcp-Protocol-Version": "2027-01-01"}, version},
+		{"a version that is no date", steps, map[string]string{"Mcp-Protocol-Version": "not-a-version"}, version},
+		{"initialize with an unknown version in header and body", rpc("init-1", "initialize", map[string]any{"protocolVersion": "1999-01-01", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}),
+			map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, version},
+		{"a notification with an unknown version", json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, version},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, sdkOnly := post(fast, key, c.body, c.headers), post(slow, key, c.body, c.headers)
+			if got.Code != sdkOnly.Code || !bytes.Equal(got.Body.Bytes(), sdkOnly.Body.Bytes()) {
+				t.Errorf("the paths answer differently:\nfast %d %s\nSDK  %d %s", got.Code, got.Body, sdkOnly.Code, sdkOnly.Body)
+			}
+			var resp struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct {
+					Code int `json:"code"`
+					Data struct {
+						Code      string   `json:"code"`
+						Hint      string   `json:"hint"`
+						Supported []string `json:"supported"`
+						Requested string   `json:"requested"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			if ct := got.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q: %s", ct, got.Body)
+			}
+			if err := json.Unmarshal(got.Body.Bytes(), &resp); err != nil || got.Code != c.want.status || resp.Error.Code != c.want.rpcCode ||
+				resp.Error.Data.Code != c.want.code || !strings.Contains(resp.Error.Data.Hint, c.want.hint) {
+				t.Fatalf("%d %s; want %d, %d %s with a hint naming %q", got.Code, got.Body, c.want.status, c.want.rpcCode, c.want.code, c.want.hint)
+			}
+			var sent struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(c.body, &sent)
+			if len(sent.ID) == 0 {
+				sent.ID = json.RawMessage("null")
+			}
+			if !bytes.Equal(resp.ID, sent.ID) {
+				t.Errorf("id %s, sent %s", resp.ID, sent.ID)
+			}
+			if c.want.code == "UNSUPPORTED_PROTOCOL_VERSION" && (resp.Error.Data.Requested != c.headers["Mcp-Protocol-Version"] || !slices.Equal(resp.Error.Data.Supported, sdk.SupportedProtocolVersions())) {
+				t.Errorf("data.requested %q, data.supported %v", resp.Error.Data.Requested, resp.Error.Data.Supported)
+			}
+		})
+	}
+
+	// What stays accepted: no cursor, an empty or null one (the first page,
+	// which is every tool, with no nextCursor), and an initialize asking in
+	// its body alone for a version ladder does not speak, which the
+	// lifecycle spec answers with one it does.
+	for _, params := range []any{nil, map[string]any{"cursor": ""}, map[string]any{"cursor": nil}} {
+		w := post(fast, key, rpc(40, "tools/list", params), nil)
+		var res struct {
+			Result struct {
+				Tools      []json.RawMessage `json:"tools"`
+				NextCursor *string           `json:"nextCursor"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil || w.Code != http.StatusOK || len(res.Result.Tools) == 0 || res.Result.NextCursor != nil {
+			t.Errorf("tools/list with params %v: %d %s", params, w.Code, w.Body)
+		}
+	}
+	w := post(fast, key, rpc(41, "initialize", map[string]any{"protocolVersion": "1999-01-01", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}), map[string]string{"Mcp-Protocol-Version": ""})
+	var init struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &init); err != nil || w.Code != http.StatusOK || !slices.Contains(sdk.SupportedProtocolVersions(), init.Result.ProtocolVersion) {
+		t.Errorf("initialize asking for 1999-01-01: %d %s; want a version ladder speaks", w.Code, w.Body)
+	}
+
+	// An unpaired surrogate in the arguments: the same isError result on
+	// both paths, and under 2026-07-28 too; the tool does not run.
+	for _, headers := range []map[string]string{nil, {"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "route_item"}} {
+		params := map[string]any{"name": "route_item", "arguments": json.RawMessage(`{"step":"post_tms","item":"SUR-\ud800"}`)}
+		if headers != nil {
+			params["_meta"] = statelessMeta("2026-07-28")
+		}
+		body := rpc(50, "tools/call", params)
+		got, sdkOnly := post(fast, key, body, headers), post(slow, key, body, headers)
+		if got.Code != http.StatusOK || !bytes.Equal(volatile(got.Body.Bytes()), volatile(sdkOnly.Body.Bytes())) ||
+			!bytes.Contains(got.Body.Bytes(), []byte(`"isError":true`)) || !bytes.Contains(got.Body.Bytes(), []byte(`item: the string holds an unpaired UTF-16 surrogate escape (\\ud800)`)) {
+			t.Errorf("surrogate in the arguments (headers %v):\nfast %d %s\nSDK  %d %s", headers, got.Code, got.Body, sdkOnly.Code, sdkOnly.Body)
+		}
+	}
 }

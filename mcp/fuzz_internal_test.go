@@ -33,6 +33,12 @@ func FuzzParseEnvelope(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"\ud800","method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"evidence":{"bill_id":"\ud800"}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"\udc00":1}}}`,
+		`{"jsonrpc":"2.0","id":"\ud800","method":"tools/call","params":{"name":"t","arguments":{"a":1,"A":2}}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t","arguments":{"a":"\ud800"}},"id":"\udc00"}`,
+		`{"jsonrpc":"2.0","id":"\ud800","method":"tools/list","params":{"cursor":"\udbff"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"Zm9v"}}`,
 	} {
 		f.Add([]byte(s))
 	}

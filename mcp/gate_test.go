@@ -130,7 +130,7 @@ func TestGateReasonCodes(t *testing.T) {
 		{"dry rounds exhausted", demo, "iia-gate", ev{"case": "ai_investment", "precondition_fn": "score_invest_governance",
 			"evidence": govEvidence("filing_license_verified", "data_compliance_verified", "evidence_source_verified")}, "ESCALATE", gate.ReasonAutoRepairDryRoundsExhausted, 3},
 		{"ordering precondition unmet", demo, "vantrow-bills", ev{"case": "release_payment", "precondition_fn": "score_release_hold",
-			"evidence": ev{"bill_id": "B-7", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true}}, "ESCALATE", gate.ReasonOrderingPreconditionUnmet, 3},
+			"evidence": ev{"bill_id": "B-7", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": false, "hold_reason_cleared_before_release": false}}, "ESCALATE", gate.ReasonOrderingPreconditionUnmet, 0},
 		{"dimension below floor (open dispute)", demo, "vantrow-bills", ev{"case": "release_payment", "precondition_fn": "score_release_hold",
 			"evidence": ev{"bill_id": "B-8", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": true, "hold_reason_cleared_before_release": true}}, "ESCALATE", gate.ReasonDimensionBelowFloor, 0},
 		{"no repair function", toy, "toy-gate", ev{"case": "toy", "precondition_fn": "norepair", "evidence": ev{"r": 0.4, "c": 0.4}}, "ESCALATE", gate.ReasonAutoRepairUnavailableNoRepairFn, 0},
@@ -190,6 +190,27 @@ func TestGateReasonCodes(t *testing.T) {
 			t.Errorf("refusal %q does not name decision %v", res.Text, d["decision_id"])
 		}
 		seen[d["reason_code"].(string)] = true
+	})
+
+	t.Run("evidence bound to another bill", func(t *testing.T) {
+		// The release capability's step runs alone once pinned to auto;
+		// PASS-grade evidence for GOOD-1 sent with a payload for BAD-9 is
+		// not scored, and nothing runs.
+		if r := demo.Do("POST", "/v1/steps/bills/decide_hold/pin", demo.Keys["vantrow-bills/human"], ev{"lane": "auto", "reason": "test"}); r.Status != 200 {
+			t.Fatalf("pin: %d %s", r.Status, r.Raw)
+		}
+		before := demo.Upstream.Calls()
+		good := ev{"bill_id": "GOOD-1", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": false, "hold_reason_cleared_before_release": true}
+		res := callTool(t, demo, demo.Keys["vantrow-bills/agent"], "payments:releaseHold", ev{"bill_id": "BAD-9", "evidence": good})
+		data, _ := res.RPCError["data"].(map[string]any)
+		if res.RPCError["message"] != "GATE_HELD" || data["reason_code"] != gate.ReasonEvidenceNotBound || demo.Upstream.Calls() != before {
+			t.Fatalf("mismatched evidence: %s", res.Raw)
+		}
+		h := callTool(t, demo, demo.Keys["vantrow-bills/agent"], "gate_history_get", ev{"limit": 1})
+		if d := h.Structured["decisions"].([]any)[0].(map[string]any); d["reason_code"] != gate.ReasonEvidenceNotBound || d["decision_id"] != data["decision_id"] {
+			t.Errorf("history's newest decision: %v", d)
+		}
+		seen[gate.ReasonEvidenceNotBound] = true
 	})
 
 	for _, code := range gate.ReasonCodes {

@@ -4,11 +4,14 @@
 //
 // A thin front door runs before the SDK: it reads the body under the 1 MiB
 // limit, rejects hostile JSON (duplicate, case-variant or NUL-suffixed keys,
-// deep nesting), checks the Origin, authenticates the key, and answers the
-// seed 004 error contract itself — -32001 with the request id echoed for a
+// unpaired surrogate escapes, deep nesting), checks the Origin and the
+// MCP-Protocol-Version header, authenticates the key, and answers the seed
+// 004 error contract itself — -32001 with the request id echoed for a
 // missing or bad key, -32000 HUMAN_KEY_REFUSED for a human key, -32602
-// UNKNOWN_CAPABILITY for a tool this workspace does not have. Only requests
-// that pass reach the SDK, with the caller's principal attached.
+// UNKNOWN_CAPABILITY for a tool this workspace does not have, -32602
+// BAD_CURSOR for a list cursor, -32022 UNSUPPORTED_PROTOCOL_VERSION for a
+// version it does not speak. Only requests that pass reach the SDK, with
+// the caller's principal attached.
 package mcp
 
 import (
@@ -22,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,6 +194,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, perr)
 		return
 	}
+	if verr := checkProtocolVersion(r); verr != nil {
+		h.writeRPCError(w, http.StatusBadRequest, env.ID, verr)
+		return
+	}
 	p, aerr := h.authenticate(r)
 	if aerr != nil {
 		status := aerr.Code.Info().HTTPStatus
@@ -207,6 +215,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// 200 with a JSON-RPC error, so MCP clients hand the refusal and its
 		// data.retry_after_seconds to the agent.
 		h.writeRPCError(w, http.StatusOK, env.ID, e)
+		return
+	}
+	if cerr := checkListCursor(env); cerr != nil {
+		status := http.StatusOK
+		if r.Header.Get("Mcp-Protocol-Version") == statelessProtocol {
+			status = http.StatusBadRequest // as the SDK maps -32602 for 2026-07-28
+		}
+		h.writeRPCError(w, status, env.ID, cerr)
 		return
 	}
 	if env.Method == "tools/list" {
@@ -263,13 +279,21 @@ const argumentsPath = "params.arguments"
 // request here: it comes back in env.argsFault (see envelope).
 func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	var env envelope
+	var badJSON *ladder.Error // a fault in the id, for checkID to answer
 	if err := strictjson.Check(body); err != nil {
 		se, _ := err.(*strictjson.Error)
 		fault, inArgs := argumentsFault(body, se)
-		if !inArgs {
+		switch {
+		case inArgs:
+			env.argsFault = fault
+		case stringIDFault(body, se):
+			// An unpaired surrogate in a string id: refused below as
+			// every id that cannot come back unchanged is, with the id
+			// echoed, on every path alike.
+			badJSON = &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+		default:
 			return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
 		}
-		env.argsFault = fault
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -286,6 +310,9 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	if ierr := checkID(env.ID); ierr != nil {
 		env.ID = echoID(env.ID)
 		return env, ierr
+	}
+	if badJSON != nil {
+		return envelope{}, badJSON // checkID and Check disagree on the id: refuse anyway
 	}
 	if env.JSONRPC != "2.0" || env.Method == "" {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
@@ -316,6 +343,17 @@ func argumentsFault(body []byte, se *strictjson.Error) (*strictjson.Error, bool)
 	return &strictjson.Error{Path: strings.TrimPrefix(rel, "."), Problem: se.Problem}, true
 }
 
+// stringIDFault reports whether Check's fault se is in a string id while
+// the rest of body is strict JSON. The only fault Check finds in a string
+// is an unpaired surrogate escape, which checkID refuses as well.
+func stringIDFault(body []byte, se *strictjson.Error) bool {
+	if se == nil || se.Path != "id" {
+		return false
+	}
+	id, err := strictjson.CheckHolding(body, "id")
+	return err == nil && len(id) > 0 && id[0] == '"'
+}
+
 // joinArgs is an arguments-relative path as a path in the body.
 func joinArgs(rel string) string {
 	if rel == "" || rel[0] == '[' {
@@ -337,6 +375,57 @@ func (h *Handler) refuseArguments(tool string, fault *strictjson.Error) toolRun 
 	return h.runner(tool, func(context.Context, ladder.Principal, json.RawMessage) (string, any, error) {
 		return "", nil, e
 	})
+}
+
+// protocolVersions are the MCP versions the front door and the SDK accept
+// in the MCP-Protocol-Version header, newest first.
+var protocolVersions = sdk.SupportedProtocolVersions()
+
+// checkProtocolVersion refuses an MCP-Protocol-Version header naming a
+// version this server does not speak. The spec answers that with 400 Bad
+// Request; the SDK would write it as text/plain (or, for a value that sorts
+// after 2026-07-28, as an unrelated _meta complaint), so the front door
+// answers first with the 2026-07-28 UnsupportedProtocolVersion error, whose
+// data.supported clients read to pick another version. An initialize that
+// asks for an unknown version in its body is not refused: the lifecycle
+// spec has the server answer it with a version it speaks.
+func checkProtocolVersion(r *http.Request) *ladder.Error {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v == "" || slices.Contains(protocolVersions, v) {
+		return nil
+	}
+	if len(v) > 64 {
+		v = v[:64] // a header can run to kilobytes; a version is ten bytes
+	}
+	return &ladder.Error{Code: ladder.CodeUnsupportedProtocol, Message: fmt.Sprintf("MCP protocol version %q is not supported", v),
+		Hint: "send MCP-Protocol-Version with one of " + strings.Join(protocolVersions, ", ") + " (the version initialize negotiated); nothing was run",
+		Data: map[string]any{"supported": protocolVersions, "requested": v}}
+}
+
+// listMethods are the list requests the SDK pages with a cursor.
+var listMethods = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true}
+
+// checkListCursor refuses any cursor sent with a list request. ladder
+// lists a workspace's tools on one page (buildServer sizes the page to
+// hold them all) and serves no prompts or resources, so it never issues a
+// cursor: a cursor that arrives is forged, truncated, another server's or
+// garbage. The SDK would answer some of those with a bare -32602 and take
+// a forged one that decodes as a place to start from.
+func checkListCursor(env envelope) *ladder.Error {
+	if !listMethods[env.Method] || len(env.Params) == 0 {
+		return nil
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(env.Params, &params) != nil {
+		return nil // not an object: the SDK's invalid params
+	}
+	cursor, ok := params["cursor"]
+	if !ok || string(cursor) == "null" || string(cursor) == `""` {
+		return nil // no cursor: the first (and only) page
+	}
+	return &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
+		Hint: env.Method + " returns everything on one page and issues no cursor (its nextCursor is always absent); call " + env.Method + " again without a cursor",
+		Data: map[string]any{"field": "params.cursor"}}
 }
 
 // checkOrigin refuses browser requests from origins other than the

@@ -97,6 +97,13 @@ var transcripts = map[string][]exchange{
 		{Name: "a number beyond float64 in the arguments", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"a","features":{"amount_usd":1e400}}}}`)},
 		{Name: "a fractional id", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`)},
 		{Name: "a fractional id without a key", Key: "", Request: json.RawMessage(`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`)},
+		{Name: "an unpaired surrogate escape in an argument", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"B-\ud800"}}}`)},
+		{Name: "an unpaired surrogate escape in an argument's key", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":24,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"a","features":{"w\udc00":1}}}}`)},
+		{Name: "an unpaired surrogate escape outside the arguments", Key: "vantrow-bills/agent", Request: json.RawMessage(`{"jsonrpc":"2.0","id":25,"method":"tools/list","params":{"_meta":{"note":"\ud800"}}}`)},
+		{Name: "a tools/list cursor this server never issued", Key: "vantrow-bills/agent", Request: rpc(26, "tools/list", map[string]any{"cursor": "Zm9v"})},
+		{Name: "an unsupported MCP-Protocol-Version header", Key: "vantrow-bills/agent", Headers: map[string]string{"MCP-Protocol-Version": "1999-01-01"}, Request: rpc(27, "tools/list", nil)},
+		{Name: "initialize with an unsupported MCP-Protocol-Version header", Key: "vantrow-bills/agent", Headers: map[string]string{"MCP-Protocol-Version": "1999-01-01"},
+			Request: rpc("init-28", "initialize", map[string]any{"protocolVersion": "1999-01-01", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "golden", "version": "1"}})},
 	},
 }
 

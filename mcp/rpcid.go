@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/strictjson"
 )
 
 // Request ids.
@@ -39,7 +40,7 @@ func checkID(id json.RawMessage) *ladder.Error {
 	}
 	switch c := id[0]; {
 	case c == '"':
-		if s, ok := loneSurrogate(id); ok {
+		if s, ok := strictjson.LoneSurrogate(id); ok {
 			return refuse(`the string holds an unpaired UTF-16 surrogate (\u%s), which no JSON reader can give back unchanged; send an id of valid characters`, s)
 		}
 		return nil
@@ -80,41 +81,6 @@ func jsonKind(c byte) string {
 	default:
 		return "a boolean"
 	}
-}
-
-// loneSurrogate finds a \u escape of a UTF-16 surrogate without its pair in
-// a JSON string token: JSON readers turn it into U+FFFD, so the id would not
-// come back as sent.
-func loneSurrogate(str json.RawMessage) (string, bool) {
-	hex := func(i int) (rune, bool) {
-		if i+6 > len(str) || str[i] != '\\' || str[i+1] != 'u' {
-			return 0, false
-		}
-		v, err := strconv.ParseUint(string(str[i+2:i+6]), 16, 16)
-		return rune(v), err == nil
-	}
-	for i := 1; i < len(str)-1; i++ {
-		if str[i] != '\\' {
-			continue
-		}
-		r, ok := hex(i)
-		if !ok {
-			i++ // a two-character escape: skip its second byte
-			continue
-		}
-		switch {
-		case 0xD800 <= r && r < 0xDC00:
-			if lo, ok := hex(i + 6); ok && 0xDC00 <= lo && lo < 0xE000 {
-				i += 11 // the pair
-				continue
-			}
-			return string(str[i+2 : i+6]), true
-		case 0xDC00 <= r && r < 0xE000:
-			return string(str[i+2 : i+6]), true
-		}
-		i += 5
-	}
-	return "", false
 }
 
 // echoID is the id a refusal carries: the id as it was sent when it is a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -198,7 +199,11 @@ func loadSchema(name string) map[string]any {
 
 // buildServer makes the SDK server of one workspace.
 func (h *Handler) buildServer(workspace string) *workspaceServer {
+	tools := slices.Concat(h.ladderTools(), h.gateTools(workspace), h.capabilityTools(workspace))
 	srv := sdk.NewServer(h.impl, &sdk.ServerOptions{
+		// One page holds every tool, so tools/list never issues a cursor
+		// and the front door refuses any cursor sent (checkListCursor).
+		PageSize:     max(sdk.DefaultPageSize, len(tools)),
 		Instructions: "ladder decides whether you may act alone on a business step. Call which_steps_run_alone first and route_item before acting on an item; act only when the decision is act_alone. Before an irreversible commit, call list_precondition_functions, then authorize, and act only on gate_state PASS. Capability tools run a call only when it is allowed; otherwise they return an approval_id to follow with approval_status.",
 		// Stateless, the SDK connects and closes a session per request and
 		// logs three Info lines for it; keep its warnings and errors only
@@ -211,13 +216,7 @@ func (h *Handler) buildServer(workspace string) *workspaceServer {
 		},
 	})
 	ws := &workspaceServer{server: srv, names: map[string]string{}, calls: map[string]toolRun{}, lanes: h.laneSignature(context.Background(), workspace)}
-	for _, t := range h.ladderTools() {
-		h.addTool(ws, t)
-	}
-	for _, t := range h.gateTools(workspace) {
-		h.addTool(ws, t)
-	}
-	for _, t := range h.capabilityTools(workspace) {
+	for _, t := range tools {
 		h.addTool(ws, t)
 	}
 	return ws

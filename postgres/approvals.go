@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,52 +24,125 @@ func nullable(s string) any {
 	return s
 }
 
-func scanApproval(r pgx.Row) (ladder.Approval, error) {
+// approvalCols are the columns an approval is read from: its seq, its doc,
+// and whether it is pending at or past its deadline by the database's
+// clock, which every replica shares (see dueApproval).
+const approvalCols = `seq, doc, (status = 'pending' AND expires_at <= clock_timestamp()) IS TRUE`
+
+// dueApproval is an approval as read with approvalCols.
+type dueApproval struct {
+	a   ladder.Approval
+	due bool // pending, and past its deadline: a read stores the expiry first
+}
+
+func scanApproval(r pgx.Row) (dueApproval, error) {
 	var (
-		a   ladder.Approval
+		d   dueApproval
 		seq int64
 		doc []byte
 	)
-	if err := r.Scan(&seq, &doc); err != nil {
-		return a, err
+	if err := r.Scan(&seq, &doc, &d.due); err != nil {
+		return d, err
 	}
-	if err := json.Unmarshal(doc, &a); err != nil {
-		return a, fmt.Errorf("stored approval: %w", err)
+	if err := json.Unmarshal(doc, &d.a); err != nil {
+		return d, fmt.Errorf("stored approval: %w", err)
 	}
-	a.Seq = seq
-	return a, nil
+	d.a.Seq = seq
+	return d, nil
 }
 
+// pendingLockNamespace is the first key of the advisory lock that
+// serializes, per requesting key, the creation of pending approvals
+// ("lapp").
+const pendingLockNamespace = 0x6c617070
+
 // CreateApproval stores a new approval, or returns the one with the same
-// idempotency key.
+// idempotency key. A pending one is restamped with the database's clock
+// and, when a.MaxPending is set, counted against its key's cap under a
+// transaction-scoped advisory lock on the key, so the count and the insert
+// are one step across replicas: the next creation for the key, on any
+// replica, waits until this transaction has committed and then counts this
+// row. Inside a batch the lock is re-entrant, so ops for one key never wait
+// on each other; batches of two replicas that lock two keys in opposite
+// orders deadlock, and PostgreSQL aborts one, which runs again (runBatch).
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
 	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
+	maxPending := a.MaxPending
+	a.MaxPending = 0
+	capped := maxPending > 0 && a.Status == ladder.ApprovalPending
 	var (
 		got     ladder.Approval
 		created bool
 	)
 	err := s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(a)
+		if capped {
+			// Taken before anything is read: in READ COMMITTED each later
+			// statement sees what the previous holder committed.
+			if _, err := w.exec(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, pendingLockNamespace,
+				s.schema+"\n"+a.Workspace+"\n"+a.RequestedBy); err != nil {
+				return err
+			}
+		}
+		if a.IdempotencyKey != "" {
+			existing, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+				a.Workspace, a.Capability, a.IdempotencyKey))
+			if err == nil {
+				got, created = existing.a, false
+				if existing.due {
+					got, err = w.settleExisting(got)
+				}
+				return err
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		b := a
+		if b.Status == ladder.ApprovalPending {
+			var now time.Time
+			if !capped {
+				if err := w.queryRow(`SELECT clock_timestamp()`).Scan(&now); err != nil {
+					return err
+				}
+			} else {
+				var n int
+				if err := w.queryRow(`SELECT t.now, (SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2
+					AND status = 'pending' AND (expires_at IS NULL OR expires_at > t.now)) FROM (SELECT clock_timestamp() AS now) t`,
+					b.Workspace, b.RequestedBy).Scan(&now, &n); err != nil {
+					return err
+				}
+				if n >= maxPending {
+					return fmt.Errorf("%s has %d approvals pending, at most %d: %w", b.RequestedBy, n, maxPending, ladder.ErrTooManyPending)
+				}
+			}
+			b.Restamp(now)
+		}
+		doc, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
 		var seq int64
-		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, doc)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
-			a.ID, a.Workspace, a.Capability, string(a.Status), a.RequestedBy, nullable(a.IdempotencyKey), doc).Scan(&seq)
+		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, doc)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), doc).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
-			existing, err := scanApproval(w.queryRow(`SELECT seq, doc FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+			// Another key's request with this idempotency key committed
+			// after the read above.
+			existing, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
 				a.Workspace, a.Capability, a.IdempotencyKey))
 			if err != nil {
 				return err
 			}
-			got, created = existing, false
-			return nil
+			got, created = existing.a, false
+			if existing.due {
+				got, err = w.settleExisting(got)
+			}
+			return err
 		}
 		if err != nil {
 			return err
 		}
-		got, created = a, true
+		got, created = b, true
 		got.Seq = seq
 		return w.appendAudit(nil, audit)
 	})
@@ -78,14 +152,147 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 	return got, created, nil
 }
 
+// expireDue stores the expiry of an approval that is pending and past its
+// deadline by the database's clock, with its audit record, and returns the
+// approval as it then stands (unchanged when it is not due). The row is
+// locked first, so what is returned is what committed: a decision in
+// flight on another replica commits before this looks.
+//
+// With skipLocked it does not wait for a row another transaction holds
+// (that transaction's decision or expiry is about to commit) and reports
+// it busy instead: a read must not wait on a row lock inside a batch,
+// where the wait can close a lock cycle with another replica's batch
+// (approvals never go away, so a row not returned is a locked one).
+func (w *wtx) expireDue(workspace, id string, skipLocked bool) (a ladder.Approval, busy bool, err error) {
+	var (
+		d   dueApproval
+		at  time.Time
+		seq int64
+		doc []byte
+	)
+	lock := `FOR UPDATE`
+	if skipLocked {
+		lock = `FOR UPDATE SKIP LOCKED`
+	}
+	err = w.queryRow(`SELECT seq, doc, (status = 'pending' AND expires_at <= clock_timestamp()) IS TRUE, clock_timestamp()
+		FROM approvals WHERE id = $1 AND workspace = $2 `+lock, id, workspace).Scan(&seq, &doc, &d.due, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) && skipLocked:
+		return ladder.Approval{}, true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return ladder.Approval{}, false, ladder.ErrNotFound
+	case err != nil:
+		return ladder.Approval{}, false, err
+	}
+	if err := json.Unmarshal(doc, &d.a); err != nil {
+		return ladder.Approval{}, false, fmt.Errorf("stored approval: %w", err)
+	}
+	d.a.Seq = seq
+	if !d.due {
+		return d.a, false, nil
+	}
+	a = d.a
+	a.Status = ladder.ApprovalExpired
+	if doc, err = json.Marshal(a); err != nil {
+		return ladder.Approval{}, false, err
+	}
+	if _, err := w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE seq = $3`, string(a.Status), doc, seq); err != nil {
+		return ladder.Approval{}, false, err
+	}
+	e, err := ladder.ExpiryAudit(a, at)
+	if err != nil {
+		return ladder.Approval{}, false, err
+	}
+	return a, false, w.appendAudit(nil, e)
+}
+
+// settleExisting stores the expiry of a repeated request's approval found
+// past its deadline. If another transaction holds it, its decision or
+// expiry is about to commit; the approval is answered as read.
+func (w *wtx) settleExisting(a ladder.Approval) (ladder.Approval, error) {
+	got, busy, err := w.expireDue(a.Workspace, a.ID, true)
+	if busy {
+		return a, err
+	}
+	return got, err
+}
+
+// settle returns what a read found, with each approval it found past its
+// deadline replaced by what is stored once its expiry is: expired, or the
+// decision that committed first. Reporting expired only once it is
+// committed is what keeps a reader on any replica from seeing expired and
+// then a decision.
+func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Approval, error) {
+	out := make([]ladder.Approval, len(found))
+	var due []int
+	for i, d := range found {
+		out[i] = d.a
+		if d.due {
+			due = append(due, i)
+		}
+	}
+	if len(due) == 0 {
+		return out, nil
+	}
+	// A row another transaction holds is skipped, not waited for inside
+	// the batch; its holder commits within a batch's time, and then it is
+	// looked at again.
+	giveUp := time.Now().Add(batchTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var busy []int
+		err := s.write(ctx, func(w *wtx) error {
+			busy = nil // the op may run again
+			for _, i := range due {
+				a, locked, err := w.expireDue(found[i].a.Workspace, found[i].a.ID, true)
+				if err != nil {
+					return err
+				}
+				if locked {
+					busy = append(busy, i)
+					continue
+				}
+				out[i] = a
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("store expiry: %w", err)
+		case len(busy) == 0:
+			return out, nil
+		case time.Now().After(giveUp):
+			return nil, fmt.Errorf("store expiry: approval %s stays locked: %w", found[busy[0]].a.ID, ladder.ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("store expiry: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+		due = busy
+	}
+}
+
+// readApproval reads one approval and settles it.
+func (s *Store) readApproval(ctx context.Context, query string, args ...any) (ladder.Approval, error) {
+	if err := s.reading(); err != nil {
+		return ladder.Approval{}, err
+	}
+	d, err := scanApproval(s.pool.QueryRow(ctx, query, args...))
+	if err != nil {
+		return ladder.Approval{}, s.readErr(err)
+	}
+	out, err := s.settle(ctx, []dueApproval{d})
+	if err != nil {
+		return ladder.Approval{}, err
+	}
+	return out[0], nil
+}
+
 // GetApproval returns an approval of the workspace.
 func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.Approval, error) {
-	if err := s.reading(); err != nil {
-		return ladder.Approval{}, fmt.Errorf("get approval: %w", err)
-	}
-	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT seq, doc FROM approvals WHERE id = $1 AND workspace = $2`, id, workspace))
+	a, err := s.readApproval(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = $1 AND workspace = $2`, id, workspace)
 	if err != nil {
-		return ladder.Approval{}, fmt.Errorf("get approval: %w", s.readErr(err))
+		return ladder.Approval{}, fmt.Errorf("get approval: %w", err)
 	}
 	return a, nil
 }
@@ -93,13 +300,10 @@ func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.A
 // ApprovalByKey returns the approval requested with an idempotency key, or
 // ErrNotFound.
 func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key string) (ladder.Approval, error) {
-	if err := s.reading(); err != nil {
-		return ladder.Approval{}, fmt.Errorf("approval by key: %w", err)
-	}
-	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT seq, doc FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
-		workspace, capability, key))
+	a, err := s.readApproval(ctx, `SELECT `+approvalCols+` FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+		workspace, capability, key)
 	if err != nil {
-		return ladder.Approval{}, fmt.Errorf("approval by key: %w", s.readErr(err))
+		return ladder.Approval{}, fmt.Errorf("approval by key: %w", err)
 	}
 	return a, nil
 }
@@ -114,7 +318,12 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 		limit = 50
 	}
 	where, args := `workspace = $1`, []any{q.Workspace}
-	if q.Status != "" {
+	switch q.Status {
+	case "":
+	case ladder.ApprovalExpired:
+		// Pending past the deadline is expired; the read stores it so.
+		where += ` AND (status = 'expired' OR (status = 'pending' AND expires_at <= clock_timestamp()))`
+	default:
 		args = append(args, string(q.Status))
 		where += fmt.Sprintf(` AND status = $%d`, len(args))
 	}
@@ -127,49 +336,70 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 		where += fmt.Sprintf(` AND seq < $%d`, len(args))
 	}
 	args = append(args, limit)
-	rows, err := s.pool.Query(ctx, `SELECT seq, doc FROM approvals WHERE `+where+fmt.Sprintf(` ORDER BY seq DESC LIMIT $%d`, len(args)), args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM approvals WHERE `+where+fmt.Sprintf(` ORDER BY seq DESC LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", s.mapErr(err))
 	}
-	defer rows.Close()
-	var out []ladder.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	found, err := collect(rows, scanApproval)
+	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", s.mapErr(err))
+	}
+	out, err := s.settle(ctx, found)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	return out, nil
 }
 
 // UpdateApproval stores a over the approval if its status is still from.
+// From pending, the database's clock decides too, inside the
+// compare-and-set: a decision must come before the deadline, an expiry at
+// or after it; every replica reads the same clock. A decision that comes
+// too late stores the expiry (committed, so every reader agrees) and
+// returns ErrExpired.
 func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladder.ApprovalStatus, audit []ladder.AuditEntry) (ladder.Approval, error) {
+	clock := `TRUE`
+	if from == ladder.ApprovalPending {
+		clock = `(expires_at IS NULL OR expires_at > clock_timestamp())`
+		if a.Status == ladder.ApprovalExpired {
+			clock = `expires_at <= clock_timestamp()`
+		}
+	}
+	var late bool
 	err := s.write(ctx, func(w *wtx) error {
+		late = false
 		doc, err := json.Marshal(a)
 		if err != nil {
 			return err
 		}
-		tag, err := w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE id = $3 AND workspace = $4 AND status = $5`,
+		tag, err := w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE id = $3 AND workspace = $4 AND status = $5 AND `+clock,
 			string(a.Status), doc, a.ID, a.Workspace, string(from))
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			var cur string
-			if err := w.queryRow(`SELECT status FROM approvals WHERE id = $1 AND workspace = $2`, a.ID, a.Workspace).Scan(&cur); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return ladder.ErrNotFound
-				}
-				return err
-			}
-			return fmt.Errorf("approval %s is %s, not %s: %w", a.ID, cur, from, ladder.ErrConflict)
+		if tag.RowsAffected() == 1 {
+			return w.appendAudit(nil, audit...)
 		}
-		return w.appendAudit(nil, audit...)
+		// Waits for the row, as the UPDATE did: this op needs the answer.
+		cur, _, err := w.expireDue(a.Workspace, a.ID, false)
+		switch {
+		case err != nil:
+			return err
+		case cur.Status == ladder.ApprovalExpired && from == ladder.ApprovalPending && a.Status != ladder.ApprovalExpired:
+			// Expired by this look, or before: either way the decision
+			// came too late, and the expiry is what commits.
+			late = true
+			return nil
+		case cur.Status == ladder.ApprovalExpired && from != ladder.ApprovalExpired:
+			return fmt.Errorf("approval %s is expired: %w", a.ID, ladder.ErrExpired)
+		case cur.Status == from && a.Status == ladder.ApprovalExpired:
+			return fmt.Errorf("approval %s is not past its deadline: %w", a.ID, ladder.ErrConflict)
+		}
+		return fmt.Errorf("approval %s is %s, not %s: %w", a.ID, cur.Status, from, ladder.ErrConflict)
 	})
+	if err == nil && late {
+		err = fmt.Errorf("approval %s passed its deadline before the decision: %w", a.ID, ladder.ErrExpired)
+	}
 	if err != nil {
 		return ladder.Approval{}, fmt.Errorf("update approval: %w", err)
 	}

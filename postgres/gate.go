@@ -10,7 +10,7 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, action_id, gate_state, reason_code, r, c, o, ro, q, repair_attempts, verifiable_ext, human_readable, notes, evidence, at"
+const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, action_id, gate_state, reason_code, r, c, o, ro, q, repair_attempts, verifiable_ext, human_readable, notes, evidence, at, payload_sha256"
 
 // RecordGateDecision stores a gate decision and queues its audit entry in
 // the same transaction; the decision's Seq comes from the table.
@@ -28,10 +28,10 @@ func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRec
 	var seq int64
 	err := s.write(ctx, func(w *wtx) error {
 		if err := w.queryRow(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING seq`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING seq`,
 			d.ID, d.Workspace, d.KeyID, d.Case, d.PreconditionFn, d.ActionID, d.GateState, d.ReasonCode,
 			d.R, d.C, d.O, d.Ro, d.Q, d.RepairAttempts, d.VerifiableExt, d.HumanReadable, d.Notes,
-			nullBytes(d.Evidence), d.At).Scan(&seq); err != nil {
+			nullBytes(d.Evidence), d.At, d.PayloadSHA256).Scan(&seq); err != nil {
 			return err
 		}
 		return w.appendAudit(nil, audit)
@@ -98,7 +98,7 @@ func scanGateDecision(r pgx.Row) (ladder.GateDecisionRecord, error) {
 		evidence []byte
 	)
 	if err := r.Scan(&d.Seq, &d.ID, &d.Workspace, &d.KeyID, &d.Case, &d.PreconditionFn, &d.ActionID, &d.GateState, &d.ReasonCode,
-		&d.R, &d.C, &d.O, &d.Ro, &d.Q, &d.RepairAttempts, &d.VerifiableExt, &d.HumanReadable, &d.Notes, &evidence, &d.At); err != nil {
+		&d.R, &d.C, &d.O, &d.Ro, &d.Q, &d.RepairAttempts, &d.VerifiableExt, &d.HumanReadable, &d.Notes, &evidence, &d.At, &d.PayloadSHA256); err != nil {
 		return ladder.GateDecisionRecord{}, err
 	}
 	d.At = d.At.UTC()

@@ -59,9 +59,10 @@ func (s *Store) ListKeys(ctx context.Context, workspace string) ([]ladder.Key, e
 	return keys, nil
 }
 
-// RevokeKey marks the key revoked at the given time and appends audit. A key
-// revoked already keeps its first revocation time. Subscribers of every
-// replica hear of the revocation.
+// RevokeKey marks the key revoked at the given time, revokes its console
+// sessions and appends audit, in one transaction. A key or session revoked
+// already keeps its first revocation time. Subscribers of every replica
+// hear of the revocation.
 func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time, audit ladder.AuditEntry) error {
 	err := s.write(ctx, func(w *wtx) error {
 		tag, err := w.exec(`UPDATE keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, normTime(at), id)
@@ -70,6 +71,9 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time, audit la
 		}
 		if tag.RowsAffected() == 0 {
 			return ladder.ErrNotFound
+		}
+		if _, err := w.exec(`UPDATE sessions SET revoked_at = COALESCE(revoked_at, $1) WHERE key_id = $2`, normTime(at), id); err != nil {
+			return err
 		}
 		w.notifyKey(id)
 		return w.appendAudit(nil, audit)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -406,9 +405,6 @@ func insertLaneChangeSQL(c ladder.LaneChange) (string, []any, error) {
 	return `INSERT INTO lane_changes (` + laneChangeColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		[]any{c.ID, c.Workspace, c.Queue, c.Step, normTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason}, nil
 }
-
-// laneRank orders lanes by autonomy, for telling a demotion from a promotion.
-func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
 
 // SetLane applies a lane write: the step moves to w.Change.To (its current
 // lane when empty), its pin and reason are set, the lane change is recorded

@@ -13,8 +13,9 @@ import (
 	"github.com/ladderhq/ladder/gate"
 )
 
-// ApprovalView is an approval as an API answer: its stored fields with the
-// status a reader sees now (a pending approval past its expiry is expired).
+// ApprovalView is an approval as an API answer: its stored fields and its
+// status as the store decided it (the store's clock decides expiry, and a
+// read past the deadline stores it first; see ladder.ApprovalStore).
 type ApprovalView struct {
 	ladder.Approval
 	Status ladder.ApprovalStatus `json:"status"`
@@ -31,7 +32,7 @@ func (s *Service) view(a ladder.Approval) ApprovalView {
 			}
 		}
 	}
-	return ApprovalView{Approval: a, Status: a.EffectiveStatus(s.now())}
+	return ApprovalView{Approval: a, Status: a.Status}
 }
 
 // ApprovalPage is one page of approvals, newest first.
@@ -63,13 +64,9 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 		}
 		q.BeforeSeq = seq
 	}
-	// Expired is derived; read pending rows and keep those past expiry.
-	switch st {
-	case ladder.ApprovalExpired, ladder.ApprovalPending:
-		q.Status = ladder.ApprovalPending
-	default:
-		q.Status = st
-	}
+	// The store's expired also matches pending approvals past their
+	// deadline; its pending returns them expired, which are left out below.
+	q.Status = st
 	page := ApprovalPage{Approvals: []ApprovalView{}}
 	for {
 		rows, err := s.store.ListApprovals(ctx, q)
@@ -130,35 +127,27 @@ func (s *Service) pendingFor(ctx context.Context, p ladder.Principal, id string)
 	if err != nil {
 		return a, storeErr("get approval", err)
 	}
-	switch a.EffectiveStatus(s.now()) {
+	// The store's verdict, not this replica's clock: a read past the
+	// deadline stored the expiry before it answered.
+	switch a.Status {
 	case ladder.ApprovalPending:
 		return a, nil
 	case ladder.ApprovalExpired:
-		s.expire(ctx, a)
-		return a, &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired at %s before anyone decided", id, a.ExpiresAt.Format(time.RFC3339)),
-			Hint: "nothing ran; the agent sees expired and may ask again"}
+		return a, approvalExpired(id, a.ExpiresAt)
 	}
 	return a, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided already: it is %s", id, a.Status),
 		Hint: "reload the inbox; someone else decided it", Data: map[string]any{"status": a.Status, "decided_by": a.DecidedBy}}
 }
 
-// expire stores an expired approval's status (best effort: readers derive
-// it anyway).
-func (s *Service) expire(ctx context.Context, a ladder.Approval) {
-	now := ladder.NormTime(s.now())
-	b := a
-	b.Status = ladder.ApprovalExpired
-	e, err := ladder.NewAuditEntry(a.Workspace, "system", ladder.AuditApproval, a.ID, now, map[string]any{"event": "expired", "expires_at": a.ExpiresAt})
-	if err != nil {
-		return
-	}
-	if _, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e}); err != nil && !errors.Is(err, ladder.ErrConflict) {
-		s.log.WarnContext(ctx, "expire approval", "approval_id", a.ID, "err", err)
-	}
+// approvalExpired is the refusal of a decision on an expired approval.
+func approvalExpired(id string, at time.Time) error {
+	return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired at %s before anyone decided", id, at.Format(time.RFC3339)),
+		Hint: "nothing ran; the agent sees expired and may ask again"}
 }
 
 // ExpireDue stores the expiry of every pending approval past its time and
-// returns how many it expired. serve runs it periodically.
+// returns how many it found so. serve runs it periodically; listing
+// pending approvals is what stores their expiry (see ladder.ApprovalStore).
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	n := 0
 	for _, ws := range s.order {
@@ -169,8 +158,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 				return n, err
 			}
 			for _, a := range rows {
-				if a.EffectiveStatus(s.now()) == ladder.ApprovalExpired {
-					s.expire(ctx, a)
+				if a.Status == ladder.ApprovalExpired {
 					n++
 				}
 			}
@@ -210,6 +198,12 @@ func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req
 }
 
 func (s *Service) decideErr(id string, err error) error {
+	if errors.Is(err, ladder.ErrExpired) {
+		// The deadline passed, by the store's clock, before the decision
+		// committed: the expiry committed instead.
+		return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired before the decision was recorded", id),
+			Hint: "nothing ran; the agent sees expired and may ask again"}
+	}
 	if errors.Is(err, ladder.ErrConflict) {
 		return &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided by someone else a moment ago", id),
 			Hint: "reload the inbox; it ran (or closed) once, as decided first"}
@@ -235,7 +229,9 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	edited := false
 	if len(bytes.TrimSpace(req.Payload)) > 0 {
 		var pl map[string]any
-		if err := json.Unmarshal(req.Payload, &pl); err != nil || pl == nil {
+		dec := json.NewDecoder(bytes.NewReader(req.Payload))
+		dec.UseNumber() // an edited amount keeps its digits, as a call's does
+		if err := dec.Decode(&pl); err != nil || pl == nil {
 			return ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
 		}
 		if err := s.scopeInPayload(p.Workspace, pl); err != nil {
@@ -246,6 +242,9 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 		}
 		canon, err := ladder.CanonicalJSON(pl)
 		if err != nil {
+			return ApprovalView{}, err
+		}
+		if err := argSizes(c, canon, nil); err != nil {
 			return ApprovalView{}, err
 		}
 		if !bytes.Equal(canon, a.Payload) {
@@ -312,9 +311,24 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 		payload = a.EditedPayload
 	}
 	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: a.Workspace, Capability: c.ID, KeyID: p.KeyID,
-		IdempotencyKey: idemKey, Status: ladder.CallRunning, Payload: payload, Scope: a.Scope,
+		IdempotencyKey: idemKey, Status: ladder.CallRunning, Payload: payload, Scope: a.Scope, EvidenceSHA256: evidenceHash(a.Evidence),
 		RouteID: a.RouteID, GateDecisionID: a.GateDecisionID, ApprovalID: a.ID}
-	res, xerr := s.execute(ctx, p.KeyID, c, call, CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: a.GateDecisionID})
+	// The gate decides at commit too: the evidence bound to the approval is
+	// scored again for the payload that will run (an edited payload as
+	// edited), and only a PASS recorded now lets it run.
+	var (
+		res  CallResult
+		xerr error
+	)
+	if c.Gate != nil {
+		var g GateResult
+		if g, xerr = s.gateApprovedPayload(ctx, p, c, payload, a.Evidence); xerr == nil {
+			call.GateDecisionID = g.DecisionID
+		}
+	}
+	if xerr == nil {
+		res, xerr = s.execute(ctx, p.KeyID, c, call, CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: call.GateDecisionID})
+	}
 	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.CallID = ladder.ApprovalApproved, res.CallID
@@ -342,11 +356,38 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	}
 	if xerr != nil {
 		le := ladder.AsError(xerr)
-		return s.view(got), &ladder.Error{Code: le.Code, Message: fmt.Sprintf("approved, but the call did not run: %s", b.ExecError),
-			Hint: "the approval stays approved and not executed; fix the upstream, then retry it (POST /v1/approvals/" + a.ID + "/retry)",
-			Data: map[string]any{"approval_id": a.ID, "status": got.Status}}
+		hint := "the approval stays approved and not executed; fix the upstream, then retry it (POST /v1/approvals/" + a.ID + "/retry)"
+		data := map[string]any{"approval_id": a.ID, "status": got.Status}
+		if le.Code == ladder.CodeGateHeld {
+			hint = "the approval stays approved and not executed: its evidence did not pass the gate for this payload; reject it, or retry it (POST /v1/approvals/" + a.ID + "/retry) once the evidence passes"
+			for _, k := range []string{"gate_state", "reason_code", "decision_id"} {
+				data[k] = le.Data[k]
+			}
+		}
+		return s.view(got), &ladder.Error{Code: le.Code, Message: fmt.Sprintf("approved, but the call did not run: %s", b.ExecError), Hint: hint, Data: data}
 	}
 	return s.view(got), nil
+}
+
+// gateApprovedPayload scores the evidence bound to an approval for the
+// payload about to run; anything but a PASS is GATE_HELD.
+func (s *Service) gateApprovedPayload(ctx context.Context, p ladder.Principal, c ladder.Capability, payload, evidence json.RawMessage) (GateResult, error) {
+	var pl map[string]any
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&pl); err != nil {
+		return GateResult{}, fmt.Errorf("stored payload: %w", err)
+	}
+	g, err := s.gateCall(ctx, p, c, pl, payload, evidence)
+	if err != nil {
+		return GateResult{}, err
+	}
+	if g.GateState != gate.StatePass {
+		return g, &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD",
+			Hint: fmt.Sprintf("the evidence bound to this approval got %s (%s) for the payload that would run", g.GateState, g.ReasonCode),
+			Data: map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "human_readable": g.HumanReadable}}
+	}
+	return g, nil
 }
 
 // reviewDecision records a person's decision on a step-tied proposal as a

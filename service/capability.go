@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/upstream"
 )
@@ -321,6 +322,9 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 	if err != nil {
 		return CallResult{}, err
 	}
+	if err := argSizes(c, payload, a.evidence); err != nil {
+		return CallResult{}, err
+	}
 	var st ladder.Step
 	if c.Step != "" {
 		queue, step, _ := strings.Cut(c.Step, "/")
@@ -346,6 +350,7 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 // callOnce decides and carries out a call once; ErrLaneChanged means the
 // step's lane changed before the call committed, and nothing was done.
 func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Capability, st ladder.Step, a capabilityArgs, payload json.RawMessage) (CallResult, error) {
+	this := request{payload: payload, scope: a.scope, evidence: evidenceHash(a.evidence)}
 	ap := ladder.Approval{Workspace: p.Workspace, Capability: c.ID, Payload: payload, Scope: a.scope, Evidence: a.evidence, IdempotencyKey: a.idempotencyKey, RequestedBy: p.KeyID}
 	res := CallResult{Capability: c.ID}
 
@@ -355,7 +360,7 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	// into a call that runs.
 	if a.idempotencyKey != "" {
 		if done, err := s.store.CallByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
-			if err := sameRequest(a.idempotencyKey, done.Payload, done.Scope, payload, a.scope, "call_id", done.ID); err != nil {
+			if err := sameRequest(a.idempotencyKey, requestOfCall(done), this, "call_id", done.ID); err != nil {
 				return CallResult{}, err
 			}
 			return s.replay(done, res)
@@ -363,7 +368,7 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 			return CallResult{}, storeErr("find call", err)
 		}
 		if first, err := s.store.ApprovalByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
-			if err := sameRequest(a.idempotencyKey, first.Payload, first.Scope, payload, a.scope, "approval_id", first.ID); err != nil {
+			if err := sameRequest(a.idempotencyKey, requestOfApproval(first), this, "approval_id", first.ID); err != nil {
 				return CallResult{}, err
 			}
 			switch {
@@ -381,15 +386,14 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		}
 	}
 
-	// 1. A human gate: an approval request, nothing runs.
+	// 1. Who may act: a human gate and the step's lane (for the item the
+	// payload names) decide whether this becomes an approval, runs alone,
+	// or is a person's work.
+	var guard *ladder.LaneGuard
+	proposal := c.HumanGate
 	if c.HumanGate {
 		ap.Kind, ap.Reason = ladder.ApprovalHumanGate, c.ID+" is a human gate: a person approves every call."
-		return s.requestApproval(ctx, p, ap, res)
-	}
-
-	// 2. The step's lane, for the item the payload names.
-	var guard *ladder.LaneGuard
-	if c.Step != "" {
+	} else if c.Step != "" {
 		item, err := itemFor(c, a)
 		if err != nil {
 			return CallResult{}, err
@@ -404,10 +408,10 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		case ladder.DecisionActAlone:
 			guard = &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: rt.Queue, Step: rt.Step}, LaneEpoch: rt.LaneEpoch}
 		case ladder.DecisionPropose:
+			proposal = true
 			ap.Kind, ap.Reason = ladder.ApprovalProposal, rt.Reason
-			return s.requestApproval(ctx, p, ap, res)
 		default:
-			var proposal string
+			var recorded string
 			if rt.Lane == ladder.LaneShadow {
 				// Shadow: keep the agent's proposal so a person's handling of
 				// the item can be compared with it.
@@ -416,38 +420,110 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 				if err != nil {
 					return CallResult{}, err
 				}
-				proposal = rec.ID
+				recorded = rec.ID
 			}
-			return CallResult{}, needsPerson(rt.Step, rt.ID, rt.Lane, proposal)
+			return CallResult{}, needsPerson(rt.Step, rt.ID, rt.Lane, recorded)
 		}
 	}
 
-	// 3. The evidence gate.
+	// 2. The evidence gate, for the exact action, before anything that may
+	// run is recorded: a proposal and a human-gate request carry the verdict
+	// their evidence got, and evidence the gate refuses (or that fails its
+	// schema) never becomes an approval a person could run.
 	if c.Gate != nil {
-		g, err := s.Authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: a.evidence})
+		g, err := s.gateCall(ctx, p, c, a.payload, payload, a.evidence)
 		if err != nil {
 			return CallResult{}, err
 		}
 		res.GateDecisionID = g.DecisionID
-		if g.GateState != "PASS" {
-			ap.Kind, ap.GateDecisionID, ap.GateState = ladder.ApprovalEscalate, g.DecisionID, g.GateState
-			ap.Reason = fmt.Sprintf("The evidence gate held the call: %s (%s).", g.GateState, g.ReasonCode)
-			rec, err := s.storeApproval(ctx, p, ap)
-			if err != nil {
-				return CallResult{}, err
-			}
-			return CallResult{}, &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD",
-				Hint: "nothing ran; improve the evidence (list_precondition_functions shows what counts) or wait for a person to decide approval " + rec.ID,
-				Data: map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
-					"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "approval_id": rec.ID, "route_id": res.RouteID}}
+		if g.GateState != gate.StatePass {
+			return CallResult{}, s.held(ctx, p, ap, g, res)
 		}
+		ap.GateDecisionID, ap.GateState = g.DecisionID, g.GateState
+	}
+	if proposal {
+		return s.requestApproval(ctx, p, ap, res)
 	}
 
-	// 4. Audit first, then execute exactly once. The guard makes the store
+	// 3. Audit first, then execute exactly once. The guard makes the store
 	// refuse the commit if the step's lane changed since the route.
 	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: p.Workspace, Capability: c.ID, KeyID: p.KeyID, IdempotencyKey: a.idempotencyKey,
-		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, RouteID: res.RouteID, GateDecisionID: res.GateDecisionID, Guard: guard}
+		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, EvidenceSHA256: this.evidence,
+		RouteID: res.RouteID, GateDecisionID: res.GateDecisionID, Guard: guard}
 	return s.execute(ctx, p.KeyID, c, call, res)
+}
+
+// gateCall runs the evidence gate on a call's evidence for the exact action
+// its payload describes: each bound evidence field must name what the
+// payload acts on (gate.AuthorizeBound), and the recorded decision carries
+// the payload's hash. Only a PASS lets the call commit.
+func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Capability, payload map[string]any, canonical, evidence json.RawMessage) (GateResult, error) {
+	bound := make(map[string]string, len(c.Gate.Bind))
+	for field, at := range c.Gate.Bind {
+		path, err := ladder.ItemPath(at)
+		if err != nil {
+			return GateResult{}, fmt.Errorf("capability %s: bind %s: %w", c.ID, field, err)
+		}
+		bound[field], _ = ladder.ItemOf(payload, path)
+	}
+	sum := sha256.Sum256(canonical)
+	return s.authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
+}
+
+// held answers a call the evidence gate did not pass: nothing runs. A
+// verdict on the evidence itself leaves an escalation a person can see
+// (and approve only once the evidence passes); evidence that names another
+// action leaves none, since no verdict on it can ever authorize this one.
+func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approval, g GateResult, res CallResult) error {
+	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
+		"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "route_id": res.RouteID}
+	hint := "nothing ran; improve the evidence (list_precondition_functions shows what counts)"
+	if g.ReasonCode == gate.ReasonEvidenceNotBound {
+		return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+			Hint: "nothing ran; the evidence names another action than the payload: send evidence gathered for this very action"}
+	}
+	ap.Kind, ap.GateDecisionID, ap.GateState = ladder.ApprovalEscalate, g.DecisionID, g.GateState
+	ap.Reason = fmt.Sprintf("The evidence gate held the call: %s (%s).", g.GateState, g.ReasonCode)
+	rec, err := s.storeApproval(ctx, p, ap)
+	if err != nil {
+		return err
+	}
+	data["approval_id"] = rec.ID
+	return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+		Hint: hint + ", or wait for a person to decide approval " + rec.ID + " (it runs only once its evidence passes)"}
+}
+
+// defaultMaxArgBytes bounds a payload or evidence of a capability whose
+// limits were not set (one built in code; the config always sets them).
+const defaultMaxArgBytes = 64 << 10
+
+// argSizes refuses a payload or evidence over the capability's limit, in
+// bytes of canonical JSON: every call, approval and shadow proposal stores
+// them, so a limit per call is what bounds the store and every page of it.
+func argSizes(c ladder.Capability, payload, evidence json.RawMessage) error {
+	if n, max := len(payload), limitOr(c.MaxPayloadBytes); n > max {
+		return argError(argPayload, fmt.Sprintf("is %d bytes; %s takes at most %d (max_payload_bytes)", n, c.ID, max),
+			"send only the fields the payload schema lists; large documents belong in the upstream system, referenced by id")
+	}
+	if len(evidence) == 0 {
+		return nil
+	}
+	canon, err := ladder.CanonicalJSON(evidence)
+	if err != nil {
+		canon = evidence
+	}
+	if n, max := len(canon), limitOr(c.MaxEvidenceBytes); n > max {
+		return argError(argEvidence, fmt.Sprintf("is %d bytes; %s takes at most %d (max_evidence_bytes)", n, c.ID, max),
+			"send the checks the evidence schema lists (list_precondition_functions), not the documents behind them")
+	}
+	return nil
+}
+
+func limitOr(n int) int {
+	if n <= 0 {
+		return defaultMaxArgBytes
+	}
+	return n
 }
 
 // needsPerson is the refusal of a call whose step a person handles (shadow
@@ -472,6 +548,8 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 		}
 		ap.Status = ladder.ApprovalPending
 		ap.ExpiresAt = now.Add(s.approvalTTL)
+		// The store holds the cap: it counts and inserts in one step.
+		ap.MaxPending = max(s.maxPending, 0)
 	}
 	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditApproval, ap.ID, now, map[string]any{
 		"event": "requested", "capability": ap.Capability, "kind": ap.Kind, "status": ap.Status, "payload": ap.Payload, "scope": ap.Scope,
@@ -481,34 +559,71 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 		return ladder.Approval{}, err
 	}
 	got, created, err := s.store.CreateApproval(ctx, ap, e)
+	if errors.Is(err, ladder.ErrTooManyPending) {
+		return ladder.Approval{}, s.tooManyPending(s.maxPending)
+	}
 	if err != nil {
 		return ladder.Approval{}, storeErr("create approval", err)
 	}
 	if !created {
-		if err := sameRequest(ap.IdempotencyKey, got.Payload, got.Scope, ap.Payload, ap.Scope, "approval_id", got.ID); err != nil {
+		if err := sameRequest(ap.IdempotencyKey, requestOfApproval(got), requestOfApproval(ap), "approval_id", got.ID); err != nil {
 			return ladder.Approval{}, err
 		}
 	}
 	return got, nil
 }
 
-// sameRequest refuses a repeat of an idempotency key whose payload or scope
-// differ from the first request's: answering with the first result would
-// tell the agent that an action it did not ask for is the one that ran (or
-// waits for a person). Payloads are compared canonical (a stored record may
-// spell '<' as \u003c).
-func sameRequest(key string, firstPayload json.RawMessage, firstScope map[string]string, payload json.RawMessage, scope map[string]string, idField, id string) error {
+// request is what an idempotency key names: the payload, the scope and
+// the evidence (by hash) of one action.
+type request struct {
+	payload  json.RawMessage
+	scope    map[string]string
+	evidence string
+}
+
+func requestOfCall(c ladder.Call) request {
+	return request{payload: c.Payload, scope: c.Scope, evidence: c.EvidenceSHA256}
+}
+
+func requestOfApproval(a ladder.Approval) request {
+	return request{payload: a.Payload, scope: a.Scope, evidence: evidenceHash(a.Evidence)}
+}
+
+// evidenceHash is the SHA-256 (hex) of evidence's canonical JSON, "" for
+// none: evidence that differs in spelling only hashes the same.
+func evidenceHash(evidence json.RawMessage) string {
+	if len(bytes.TrimSpace(evidence)) == 0 {
+		return ""
+	}
+	canon, err := ladder.CanonicalJSON(evidence)
+	if err != nil {
+		canon = evidence
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+// sameRequest refuses a repeat of an idempotency key whose payload, scope
+// or evidence differ from the first request's: answering with the first
+// result would tell the agent that an action it did not ask for is the one
+// that ran (or waits for a person), and evidence swapped under a key would
+// reuse a verdict given to other evidence. Payloads are compared canonical
+// (a stored record may spell '<' as \u003c).
+func sameRequest(key string, first, this request, idField, id string) error {
 	// Both sides: a call made from a stored approval carries the stored
 	// spelling too.
-	a, aerr := ladder.CanonicalJSON(firstPayload)
-	b, berr := ladder.CanonicalJSON(payload)
-	samePayload := aerr == nil && berr == nil && bytes.Equal(a, b)
-	if samePayload && maps.Equal(firstScope, scope) {
-		return nil
-	}
-	what := "payload"
-	if samePayload {
+	a, aerr := ladder.CanonicalJSON(first.payload)
+	b, berr := ladder.CanonicalJSON(this.payload)
+	what := ""
+	switch {
+	case aerr != nil || berr != nil || !bytes.Equal(a, b):
+		what = "payload"
+	case !maps.Equal(first.scope, this.scope):
 		what = "scope"
+	case first.evidence != this.evidence:
+		what = "evidence"
+	default:
+		return nil
 	}
 	return &ladder.Error{Code: ladder.CodeIdempotencyKeyUsed,
 		Message: fmt.Sprintf("idempotency_key %q was used before with another %s.", key, what),
@@ -529,7 +644,7 @@ func (s *Service) approvalAnswer(rec ladder.Approval, res CallResult) CallResult
 	res.Status, res.ApprovalID, res.Proposal = StatusApprovalRequested, rec.ID, rec.Payload
 	exp := rec.ExpiresAt
 	res.ExpiresAt = &exp
-	res.Message = fmt.Sprintf("%s Nothing ran: approval %s is %s; call approval_status with this id to learn what a person decided.", rec.Reason, rec.ID, rec.EffectiveStatus(s.now()))
+	res.Message = fmt.Sprintf("%s Nothing ran: approval %s is %s; call approval_status with this id to learn what a person decided.", rec.Reason, rec.ID, rec.Status)
 	return res
 }
 
@@ -553,7 +668,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		return CallResult{}, storeErr("begin call", err)
 	}
 	if !created {
-		if err := sameRequest(call.IdempotencyKey, got.Payload, got.Scope, call.Payload, call.Scope, "call_id", got.ID); err != nil {
+		if err := sameRequest(call.IdempotencyKey, requestOfCall(got), requestOfCall(call), "call_id", got.ID); err != nil {
 			return CallResult{}, err
 		}
 		return s.replay(got, res)

@@ -164,6 +164,13 @@ func GateResultOf(d ladder.GateDecisionRecord) GateResult {
 // commit a person always makes — that refusal is recorded too, and carries
 // its decision_id.
 func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest) (GateResult, error) {
+	return s.authorize(ctx, p, req, nil, "")
+}
+
+// authorize is Authorize for an action: bound holds the evidence fields
+// that must name what the action acts on (gate.AuthorizeBound), and
+// payloadHash, recorded with the decision, the action's payload.
+func (s *Service) authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest, bound map[string]string, payloadHash string) (GateResult, error) {
 	g := s.gateOf(p.Workspace)
 	valid := caseIDs(g)
 	if req.Case == "" || g == nil {
@@ -173,14 +180,14 @@ func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req Authori
 	if err != nil {
 		return GateResult{}, err
 	}
-	d, err := g.Authorize(req.Case, req.PreconditionFn, ev)
+	d, err := g.AuthorizeBound(req.Case, req.PreconditionFn, ev, bound)
 	var le *gate.LookupError
 	switch {
 	case err == nil:
 	case errors.As(err, &le) && errors.Is(err, gate.ErrBypassToHuman):
 		// The refusal is a decision too: record it under the name asked.
 		d.PreconditionFn = req.PreconditionFn
-		rec, werr := s.recordGate(ctx, p, d)
+		rec, werr := s.recordGate(ctx, p, d, payloadHash)
 		if werr != nil {
 			return GateResult{}, werr
 		}
@@ -211,7 +218,7 @@ func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req Authori
 		}
 		return GateResult{}, fmt.Errorf("authorize: %w", err)
 	}
-	rec, err := s.recordGate(ctx, p, d)
+	rec, err := s.recordGate(ctx, p, d, payloadHash)
 	if err != nil {
 		return GateResult{}, err
 	}
@@ -235,7 +242,7 @@ func decodeEvidence(raw json.RawMessage) (map[string]any, error) {
 }
 
 // recordGate stores a decision with its audit record in one durable write.
-func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Decision) (ladder.GateDecisionRecord, error) {
+func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Decision, payloadHash string) (ladder.GateDecisionRecord, error) {
 	evidence, err := ladder.CanonicalJSON(RedactEvidence(d.Evidence))
 	if err != nil {
 		return ladder.GateDecisionRecord{}, fmt.Errorf("gate evidence: %w", err)
@@ -247,15 +254,19 @@ func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Dec
 		R: d.Scores.Relevance, C: d.Scores.Coverage, O: d.Scores.Ordering, Ro: d.Scores.Robustness, Q: d.Q,
 		RepairAttempts: d.RepairAttempts, VerifiableExt: d.VerifiableExt,
 		HumanReadable: gate.Redact(d.HumanReadable), Notes: gate.Redact(d.Notes),
-		Evidence: evidence, At: ladder.NormTime(s.now()),
+		Evidence: evidence, At: ladder.NormTime(s.now()), PayloadSHA256: payloadHash,
 	}
-	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditGateDecision, rec.ID, rec.At, map[string]any{
+	data := map[string]any{
 		"case": rec.Case, "precondition_fn": rec.PreconditionFn, "action_id": rec.ActionID,
 		"gate_state": rec.GateState, "reason_code": rec.ReasonCode,
 		"R": rec.R, "C": rec.C, "O": rec.O, "Ro": rec.Ro, "Q": rec.Q,
 		"repair_attempts": rec.RepairAttempts, "verifiable_ext": rec.VerifiableExt,
 		"human_readable": rec.HumanReadable, "notes": rec.Notes, "evidence": rec.Evidence,
-	})
+	}
+	if rec.PayloadSHA256 != "" {
+		data["payload_sha256"] = rec.PayloadSHA256
+	}
+	entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditGateDecision, rec.ID, rec.At, data)
 	if err != nil {
 		return ladder.GateDecisionRecord{}, err
 	}

@@ -68,10 +68,12 @@ func rateLimited(seconds int, msg string) *ladder.Error {
 		Data: map[string]any{"retry_after_seconds": seconds}}
 }
 
-// checkPending refuses a call that would add one more pending approval for
-// a key that already has maxPending waiting. A retry of a call whose
-// approval is already pending (same capability and idempotency key) passes:
-// the store answers it with the existing approval.
+// checkPending refuses early a call that would add one more pending
+// approval for a key that already has maxPending waiting. A retry of a
+// call whose approval is already pending (same capability and idempotency
+// key) passes: the store answers it with the existing approval. The store
+// holds the cap (Approval.MaxPending): this only saves work when the key
+// is plainly at it.
 func (s *Service) checkPending(ctx context.Context, p ladder.Principal, ap ladder.Approval) error {
 	if s.maxPending <= 0 {
 		return nil
@@ -94,6 +96,12 @@ func (s *Service) checkPending(ctx context.Context, p ladder.Principal, ap ladde
 	if n < s.maxPending {
 		return nil
 	}
+	return s.tooManyPending(n)
+}
+
+// tooManyPending is the refusal of a call that would add one more pending
+// approval to the n its key has, at or over the cap.
+func (s *Service) tooManyPending(n int) *ladder.Error {
 	return &ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("this key has %d approvals waiting for a person, the most it may have", s.maxPending),
 		Hint: "nothing was done and no approval was created; wait until people decide the pending ones (approval_status tells you), then call again",
 		Data: map[string]any{"retry_after_seconds": 60, "pending": n, "max_pending": s.maxPending}}

@@ -337,6 +337,20 @@ func (o *observedStore) BeginCall(ctx context.Context, c ladder.Call, a ladder.A
 	return got, created, err
 }
 
+// CreateSession implements ladder.Store.
+func (o *observedStore) CreateSession(ctx context.Context, se ladder.Session, a ladder.AuditEntry) error {
+	err := o.Store.CreateSession(ctx, se, a)
+	o.w.note(err)
+	return err
+}
+
+// RevokeSession implements ladder.Store.
+func (o *observedStore) RevokeSession(ctx context.Context, idHash []byte, at time.Time, a ladder.AuditEntry) error {
+	err := o.Store.RevokeSession(ctx, idHash, at, a)
+	o.w.note(err)
+	return err
+}
+
 // FinishCall implements ladder.Store.
 func (o *observedStore) FinishCall(ctx context.Context, c ladder.Call, a ladder.AuditEntry) (ladder.Call, error) {
 	got, err := o.Store.FinishCall(ctx, c, a)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ladderhq/ladder"
 )
@@ -22,42 +23,97 @@ func nullable(s string) any {
 	return s
 }
 
+// approvalCols are the columns an approval is read from: its seq, its doc,
+// and whether it is pending at or past its deadline by the store's clock,
+// the query's first argument (see dueApproval).
+const approvalCols = `seq, doc, CASE WHEN status = 'pending' AND expires_at <= ? THEN 1 ELSE 0 END`
+
+// dueApproval is an approval as read with approvalCols.
+type dueApproval struct {
+	a   ladder.Approval
+	due bool // pending, and past its deadline: a read stores the expiry first
+}
+
+func scanApproval(r scanner) (dueApproval, error) {
+	var (
+		d   dueApproval
+		seq int64
+		doc []byte
+	)
+	if err := r.Scan(&seq, &doc, &d.due); err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(doc, &d.a); err != nil {
+		return d, fmt.Errorf("stored approval: %w", err)
+	}
+	d.a.Seq = seq
+	return d, nil
+}
+
+// deadline is an approval's expires_at column: NULL when it never expires.
+func deadline(a ladder.Approval) any {
+	if a.ExpiresAt.IsZero() {
+		return nil
+	}
+	return fmtTime(a.ExpiresAt)
+}
+
 // CreateApproval stores a new approval, or returns the one with the same
-// idempotency key.
+// idempotency key. A pending one is restamped with the store's clock and,
+// when a.MaxPending is set, counted against its key's cap inside the write:
+// the single writer makes the count and the insert one step.
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
 	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
+	maxPending := a.MaxPending
+	a.MaxPending = 0
 	var (
 		got     ladder.Approval
 		created bool
 	)
 	err := s.write(ctx, func(w *wtx) error {
+		now := normTime(s.now())
 		if a.IdempotencyKey != "" {
-			existing, err := scanApproval(w.queryRow(`SELECT seq, doc FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
-				a.Workspace, a.Capability, a.IdempotencyKey))
+			existing, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
+				fmtTime(now), a.Workspace, a.Capability, a.IdempotencyKey))
 			if err == nil {
-				got = existing
-				return nil
+				got = existing.a
+				if existing.due {
+					got, err = w.expireDue(got.Workspace, got.ID, now)
+				}
+				return err
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
 		}
-		doc, err := json.Marshal(a)
+		b := a
+		b.Restamp(now)
+		if maxPending > 0 && b.Status == ladder.ApprovalPending {
+			var n int
+			if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)`,
+				b.Workspace, b.RequestedBy, fmtTime(now)).Scan(&n); err != nil {
+				return err
+			}
+			if n >= maxPending {
+				return fmt.Errorf("%s has %d approvals pending, at most %d: %w", b.RequestedBy, n, maxPending, ladder.ErrTooManyPending)
+			}
+		}
+		doc, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
-		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Workspace, a.Capability, string(a.Status), a.RequestedBy, nullable(a.IdempotencyKey), doc)
+		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), doc)
 		if err != nil {
 			return err
 		}
-		if a.Seq, err = res.LastInsertId(); err != nil {
+		if b.Seq, err = res.LastInsertId(); err != nil {
 			return err
 		}
 		if _, err := w.appendAudit(audit); err != nil {
 			return err
 		}
-		got, created = a, true
+		got, created = b, true
 		return nil
 	})
 	if err != nil {
@@ -66,27 +122,85 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 	return got, created, nil
 }
 
-func scanApproval(r scanner) (ladder.Approval, error) {
-	var (
-		a   ladder.Approval
-		seq int64
-		doc []byte
-	)
-	if err := r.Scan(&seq, &doc); err != nil {
-		return a, err
+// expireDue stores the expiry of an approval that is pending and past its
+// deadline at now, with its audit record, and returns the approval as it
+// then stands (unchanged when it is not due).
+func (w *wtx) expireDue(workspace, id string, now time.Time) (ladder.Approval, error) {
+	d, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE id = ? AND workspace = ?`, fmtTime(now), id, workspace))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ladder.Approval{}, ladder.ErrNotFound
 	}
-	if err := json.Unmarshal(doc, &a); err != nil {
-		return a, fmt.Errorf("stored approval: %w", err)
+	if err != nil || !d.due {
+		return d.a, err
 	}
-	a.Seq = seq
-	return a, nil
+	a := d.a
+	a.Status = ladder.ApprovalExpired
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return ladder.Approval{}, err
+	}
+	if _, err := w.exec(`UPDATE approvals SET status = ?, doc = ? WHERE seq = ?`, string(a.Status), doc, a.Seq); err != nil {
+		return ladder.Approval{}, err
+	}
+	e, err := ladder.ExpiryAudit(a, now)
+	if err != nil {
+		return ladder.Approval{}, err
+	}
+	_, err = w.appendAudit(e)
+	return a, err
+}
+
+// settle returns what a read found, with each approval it found past its
+// deadline replaced by what is stored once its expiry is: expired, or the
+// decision that committed first. Reporting expired only once it is
+// committed is what keeps a reader from seeing expired and then a decision.
+func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Approval, error) {
+	out := make([]ladder.Approval, len(found))
+	var due []int
+	for i, d := range found {
+		out[i] = d.a
+		if d.due {
+			due = append(due, i)
+		}
+	}
+	if len(due) == 0 {
+		return out, nil
+	}
+	err := s.write(ctx, func(w *wtx) error {
+		now := normTime(s.now())
+		for _, i := range due {
+			a, err := w.expireDue(found[i].a.Workspace, found[i].a.ID, now)
+			if err != nil {
+				return err
+			}
+			out[i] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store expiry: %w", err)
+	}
+	return out, nil
+}
+
+// readApproval reads one approval and settles it.
+func (s *Store) readApproval(ctx context.Context, query string, args ...any) (ladder.Approval, error) {
+	d, err := scanApproval(s.readers.QueryRowContext(ctx, query, append([]any{fmtTime(s.now())}, args...)...))
+	if err != nil {
+		return ladder.Approval{}, s.readErr(err)
+	}
+	out, err := s.settle(ctx, []dueApproval{d})
+	if err != nil {
+		return ladder.Approval{}, err
+	}
+	return out[0], nil
 }
 
 // GetApproval returns an approval of the workspace.
 func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.Approval, error) {
-	a, err := scanApproval(s.readers.QueryRowContext(ctx, `SELECT seq, doc FROM approvals WHERE id = ? AND workspace = ?`, id, workspace))
+	a, err := s.readApproval(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ? AND workspace = ?`, id, workspace)
 	if err != nil {
-		return ladder.Approval{}, fmt.Errorf("get approval: %w", s.readErr(err))
+		return ladder.Approval{}, fmt.Errorf("get approval: %w", err)
 	}
 	return a, nil
 }
@@ -94,10 +208,10 @@ func (s *Store) GetApproval(ctx context.Context, workspace, id string) (ladder.A
 // ApprovalByKey returns the approval requested with an idempotency key, or
 // ErrNotFound.
 func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key string) (ladder.Approval, error) {
-	a, err := scanApproval(s.readers.QueryRowContext(ctx, `SELECT seq, doc FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
-		workspace, capability, key))
+	a, err := s.readApproval(ctx, `SELECT `+approvalCols+` FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
+		workspace, capability, key)
 	if err != nil {
-		return ladder.Approval{}, fmt.Errorf("approval by key: %w", s.readErr(err))
+		return ladder.Approval{}, fmt.Errorf("approval by key: %w", err)
 	}
 	return a, nil
 }
@@ -108,8 +222,15 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 	if limit <= 0 {
 		limit = 50
 	}
-	where, args := `workspace = ?`, []any{q.Workspace}
-	if q.Status != "" {
+	now := fmtTime(s.now())
+	where, args := `workspace = ?`, []any{now, q.Workspace}
+	switch q.Status {
+	case "":
+	case ladder.ApprovalExpired:
+		// Pending past the deadline is expired; the read stores it so.
+		where += ` AND (status = 'expired' OR (status = 'pending' AND expires_at <= ?))`
+		args = append(args, now)
+	default:
 		where += ` AND status = ?`
 		args = append(args, string(q.Status))
 	}
@@ -121,29 +242,53 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 		where += ` AND seq < ?`
 		args = append(args, q.BeforeSeq)
 	}
-	rows, err := s.readers.QueryContext(ctx, `SELECT seq, doc FROM approvals WHERE `+where+` ORDER BY seq DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE `+where+` ORDER BY seq DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", s.mapErr(err))
 	}
-	out, err := collect(rows, scanApproval)
+	found, err := collect(rows, scanApproval)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", s.mapErr(err))
+	}
+	out, err := s.settle(ctx, found)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	return out, nil
 }
 
 // UpdateApproval stores a over the approval if its status is still from.
+// From pending, the store's clock decides too: a decision must come before
+// the deadline, an expiry at or after it. A decision that comes too late
+// stores the expiry (committed, so every reader agrees) and returns
+// ErrExpired.
 func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladder.ApprovalStatus, audit []ladder.AuditEntry) (ladder.Approval, error) {
+	var late bool
 	err := s.write(ctx, func(w *wtx) error {
-		var cur string
-		if err := w.queryRow(`SELECT status FROM approvals WHERE id = ? AND workspace = ?`, a.ID, a.Workspace).Scan(&cur); err != nil {
+		late = false
+		now := normTime(s.now())
+		var (
+			cur string
+			due bool
+		)
+		if err := w.queryRow(`SELECT status, CASE WHEN expires_at <= ? THEN 1 ELSE 0 END FROM approvals WHERE id = ? AND workspace = ?`,
+			fmtTime(now), a.ID, a.Workspace).Scan(&cur, &due); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return ladder.ErrNotFound
 			}
 			return err
 		}
-		if cur != string(from) {
+		switch {
+		case cur != string(from) && cur == string(ladder.ApprovalExpired):
+			return fmt.Errorf("approval %s is expired: %w", a.ID, ladder.ErrExpired)
+		case cur != string(from):
 			return fmt.Errorf("approval %s is %s, not %s: %w", a.ID, cur, from, ladder.ErrConflict)
+		case from == ladder.ApprovalPending && a.Status == ladder.ApprovalExpired && !due:
+			return fmt.Errorf("approval %s is not past its deadline: %w", a.ID, ladder.ErrConflict)
+		case from == ladder.ApprovalPending && a.Status != ladder.ApprovalExpired && due:
+			late = true
+			_, err := w.expireDue(a.Workspace, a.ID, now)
+			return err
 		}
 		doc, err := json.Marshal(a)
 		if err != nil {
@@ -155,6 +300,9 @@ func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladd
 		_, err = w.appendAudit(audit...)
 		return err
 	})
+	if err == nil && late {
+		err = fmt.Errorf("approval %s passed its deadline before the decision: %w", a.ID, ladder.ErrExpired)
+	}
 	if err != nil {
 		return ladder.Approval{}, fmt.Errorf("update approval: %w", err)
 	}

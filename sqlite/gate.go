@@ -8,7 +8,7 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, action_id, gate_state, reason_code, r, c, o, ro, q, repair_attempts, verifiable_ext, human_readable, notes, evidence, at"
+const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, action_id, gate_state, reason_code, r, c, o, ro, q, repair_attempts, verifiable_ext, human_readable, notes, evidence, at, payload_sha256"
 
 // RecordGateDecision stores a gate decision and appends its audit entry in
 // the same transaction; the decision's Seq comes from the table.
@@ -24,10 +24,10 @@ func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRec
 		d.Evidence = nil
 	}
 	err := s.write(ctx, func(w *wtx) error {
-		res, err := w.exec(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		res, err := w.exec(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Workspace, d.KeyID, d.Case, d.PreconditionFn, d.ActionID, d.GateState, d.ReasonCode,
 			d.R, d.C, d.O, d.Ro, d.Q, d.RepairAttempts, boolInt(d.VerifiableExt), d.HumanReadable, d.Notes,
-			nullBytes(d.Evidence), fmtTime(d.At))
+			nullBytes(d.Evidence), fmtTime(d.At), d.PayloadSHA256)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func scanGateDecision(r scanner) (ladder.GateDecisionRecord, error) {
 		err      error
 	)
 	if err := r.Scan(&d.Seq, &d.ID, &d.Workspace, &d.KeyID, &d.Case, &d.PreconditionFn, &d.ActionID, &d.GateState, &d.ReasonCode,
-		&d.R, &d.C, &d.O, &d.Ro, &d.Q, &d.RepairAttempts, &verif, &d.HumanReadable, &d.Notes, &evidence, &at); err != nil {
+		&d.R, &d.C, &d.O, &d.Ro, &d.Q, &d.RepairAttempts, &verif, &d.HumanReadable, &d.Notes, &evidence, &at, &d.PayloadSHA256); err != nil {
 		return ladder.GateDecisionRecord{}, err
 	}
 	d.VerifiableExt = verif != 0

@@ -52,8 +52,9 @@ func (s *Store) ListKeys(ctx context.Context, workspace string) ([]ladder.Key, e
 	return keys, nil
 }
 
-// RevokeKey marks the key revoked at the given time and appends audit. A key
-// revoked already keeps its first revocation time.
+// RevokeKey marks the key revoked at the given time, revokes its console
+// sessions and appends audit, in one transaction. A key or session revoked
+// already keeps its first revocation time.
 func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time, audit ladder.AuditEntry) error {
 	err := s.write(ctx, func(w *wtx) error {
 		res, err := w.exec(`UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, fmtTime(at), id)
@@ -64,6 +65,9 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time, audit la
 			return err
 		} else if n == 0 {
 			return ladder.ErrNotFound
+		}
+		if _, err := w.exec(`UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ?`, fmtTime(at), id); err != nil {
+			return err
 		}
 		_, err = w.appendAudit(audit)
 		return err

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/ladderhq/ladder"
 )
@@ -384,9 +383,6 @@ func (w *wtx) insertLaneChange(c ladder.LaneChange, onConflict string) error {
 		c.ID, c.Workspace, c.Queue, c.Step, fmtTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason)
 	return err
 }
-
-// laneRank orders lanes by autonomy, for telling a demotion from a promotion.
-func laneRank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
 
 // SetLane applies a lane write: the step moves to w.Change.To (its current
 // lane when empty), its pin and reason are set, the lane change is recorded

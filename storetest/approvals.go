@@ -22,6 +22,8 @@ var approvalTests = []struct {
 	{"ApprovalCreateGetList", testApprovalCreate},
 	{"ApprovalDecidedOnce", testApprovalOnce},
 	{"CallIdempotent", testCallIdempotent},
+	{"ApprovalDeadlineByStoreClock", testApprovalDeadline},
+	{"ApprovalPendingCap", testApprovalPendingCap},
 }
 
 func approval(id, ws, key string) ladder.Approval {
@@ -161,4 +163,194 @@ func testCallIdempotent(t *testing.T, s ladder.Store) {
 	_, err = s.GetCall(ctx, wsB, fin.ID)
 	wantErr(t, "another workspace's call", err, ladder.ErrNotFound)
 	wantAuditKinds(t, s, map[string]int{ladder.AuditCall: 1, ladder.AuditCallResult: 1})
+}
+
+// lifetime returns an approval that waits d, as a caller whose clock is an
+// hour behind the store's asks for it: the store counts d from its clock.
+func lifetime(a ladder.Approval, d time.Duration) ladder.Approval {
+	a.CreatedAt = time.Now().Add(-time.Hour)
+	a.ExpiresAt = a.CreatedAt.Add(d)
+	return a
+}
+
+// decide is a decision on a pending approval: it starts to execute.
+func decide(t *testing.T, s ladder.Store, a ladder.Approval) error {
+	b := a
+	b.Status, b.DecidedBy = ladder.ApprovalExecuting, "k_human"
+	_, err := s.UpdateApproval(t.Context(), b, ladder.ApprovalPending, []ladder.AuditEntry{entry(t, b.Workspace, ladder.AuditApproval, b.ID, t0, map[string]any{"event": "approved"})})
+	return err
+}
+
+// testApprovalDeadline: the store's clock decides expiry. A deadline is
+// counted from the store's clock; a decision before it commits; one after
+// it gets ErrExpired and leaves the approval stored as expired; every read
+// past it (by id, by key, in a list) stores the expiry and says expired;
+// and expired is final.
+func testApprovalDeadline(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	create := func(a ladder.Approval) ladder.Approval {
+		got, created := must2(s.CreateApproval(ctx, a, entry(t, a.Workspace, ladder.AuditApproval, a.ID, t0, map[string]any{"event": "requested"})))
+		if !created {
+			t.Fatalf("CreateApproval %s: not created", a.ID)
+		}
+		return got
+	}
+	const life = 700 * time.Millisecond
+	late := create(lifetime(approval("ap_late", wsA, "idem-late"), life))
+	if d := late.ExpiresAt.Sub(late.CreatedAt); d != life {
+		t.Errorf("stored lifetime %v, want %v", d, life)
+	}
+	if off := time.Since(late.CreatedAt); off > time.Minute || off < -time.Minute {
+		t.Errorf("CreatedAt %v is the caller's clock, not the store's (off by %v)", late.CreatedAt, off)
+	}
+	read := create(lifetime(approval("ap_read", wsA, ""), life))
+	byKey := create(lifetime(approval("ap_bykey", wsA, "idem-bykey"), life))
+	listed := create(lifetime(approval("ap_listed", wsA, ""), life))
+	inTime := create(lifetime(approval("ap_intime", wsA, ""), time.Hour))
+	if st := must(s.GetApproval(ctx, wsA, late.ID)).Status; st != ladder.ApprovalPending {
+		t.Fatalf("before its deadline, an approval is %s", st)
+	}
+	check(t, decide(t, s, inTime))
+
+	time.Sleep(time.Until(listed.ExpiresAt) + 100*time.Millisecond)
+
+	// A decision past the deadline loses, and the expiry is what commits.
+	err := decide(t, s, late)
+	wantErr(t, "a decision past the deadline", err, ladder.ErrExpired)
+	wantErr(t, "a decision past the deadline", err, ladder.ErrConflict)
+	if got := must(s.GetApproval(ctx, wsA, late.ID)); got.Status != ladder.ApprovalExpired || got.DecidedBy != "" {
+		t.Errorf("after a late decision the approval is %s, decided by %q; want expired, by nobody", got.Status, got.DecidedBy)
+	}
+	// Expired is final: another decision, and a reject, lose too.
+	wantErr(t, "a second decision on an expired approval", decide(t, s, late), ladder.ErrExpired)
+	rej := late
+	rej.Status = ladder.ApprovalRejected
+	_, err = s.UpdateApproval(ctx, rej, ladder.ApprovalPending, nil)
+	wantErr(t, "a reject of an expired approval", err, ladder.ErrExpired)
+
+	// Reads past the deadline store the expiry, by id, by key and in a
+	// list, before saying expired; a decision after that loses.
+	if got := must(s.GetApproval(ctx, wsA, read.ID)); got.Status != ladder.ApprovalExpired {
+		t.Errorf("GetApproval past the deadline: %s", got.Status)
+	}
+	wantErr(t, "a decision after a read saw expired", decide(t, s, read), ladder.ErrExpired)
+	if got := must(s.ApprovalByKey(ctx, wsA, byKey.Capability, "idem-bykey")); got.Status != ladder.ApprovalExpired {
+		t.Errorf("ApprovalByKey past the deadline: %s", got.Status)
+	}
+	pending := must(s.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: wsA, Status: ladder.ApprovalPending}))
+	for _, a := range pending {
+		if a.Status != ladder.ApprovalExpired {
+			t.Errorf("ListApprovals(pending): %s is %s, want it back expired", a.ID, a.Status)
+		}
+	}
+	var expired []string
+	for _, a := range must(s.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: wsA, Status: ladder.ApprovalExpired})) {
+		if a.Status != ladder.ApprovalExpired {
+			t.Errorf("ListApprovals(expired): %s is %s", a.ID, a.Status)
+		}
+		expired = append(expired, a.ID)
+	}
+	if diff := cmp.Diff([]string{listed.ID, byKey.ID, read.ID, late.ID}, expired); diff != "" {
+		t.Errorf("ListApprovals(expired) (-want +got):\n%s", diff)
+	}
+	wantErr(t, "a decision after a list saw expired", decide(t, s, listed), ladder.ErrExpired)
+	// A repeat of the request answers with the expired approval.
+	again, created := must2(s.CreateApproval(ctx, lifetime(approval("ap_late_again", wsA, "idem-late"), life), entry(t, wsA, ladder.AuditApproval, "ap_late_again", t0, nil)))
+	if created || again.ID != late.ID || again.Status != ladder.ApprovalExpired {
+		t.Errorf("repeat of an expired request: %s %s created %v", again.ID, again.Status, created)
+	}
+	if got := must(s.GetApproval(ctx, wsA, inTime.ID)); got.Status != ladder.ApprovalExecuting {
+		t.Errorf("the approval decided in time is %s", got.Status)
+	}
+	// Five requests, one decision, four expiries: each once.
+	var expiries int
+	check(t, s.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
+		var d struct{ Event string }
+		if err := json.Unmarshal(r.Data, &d); err == nil && d.Event == "expired" {
+			expiries++
+		}
+		return nil
+	}))
+	if expiries != 4 {
+		t.Errorf("%d expiry audit records, want 4", expiries)
+	}
+	wantAuditKinds(t, s, map[string]int{ladder.AuditApproval: 5 + 1 + 4})
+}
+
+// testApprovalPendingCap: concurrent requests of one key leave exactly the
+// cap pending; a repeat of an existing request still answers at the cap;
+// other keys, shadow records, decided and expired approvals do not count.
+func testApprovalPendingCap(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const maxPending, callers = 10, 40
+	capped := func(id, key string) ladder.Approval {
+		a := approval(id, wsA, key)
+		a.MaxPending = maxPending
+		return a
+	}
+	first, _ := must2(s.CreateApproval(ctx, capped("ap_cap_first", "idem-first"), entry(t, wsA, ladder.AuditApproval, "ap_cap_first", t0, nil)))
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			a := capped(fmt.Sprintf("ap_cap_%d", i), "")
+			_, ok, err := s.CreateApproval(ctx, a, entry(t, wsA, ladder.AuditApproval, a.ID, t0, nil))
+			switch {
+			case errors.Is(err, ladder.ErrTooManyPending):
+				refused.Add(1)
+			case err != nil:
+				t.Errorf("CreateApproval %s: %v", a.ID, err)
+			case ok:
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if created.Load() != maxPending-1 || refused.Load() != callers-maxPending+1 {
+		t.Fatalf("%d created and %d refused; want %d and %d", created.Load(), refused.Load(), maxPending-1, callers-maxPending+1)
+	}
+	pendingOf := func(key string) int {
+		n := 0
+		for _, a := range must(s.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: wsA, Status: ladder.ApprovalPending, RequestedBy: key, Limit: 500})) {
+			if a.Status == ladder.ApprovalPending {
+				n++
+			}
+		}
+		return n
+	}
+	if n := pendingOf("k_agent"); n != maxPending {
+		t.Fatalf("%d pending, want the cap, %d", n, maxPending)
+	}
+	// At the cap, a repeat of a request answers with its approval.
+	again, ok := must2(s.CreateApproval(ctx, capped("ap_cap_again", "idem-first"), entry(t, wsA, ladder.AuditApproval, "ap_cap_again", t0, nil)))
+	if ok || again.ID != first.ID {
+		t.Errorf("a repeat at the cap: %s created %v, want %s", again.ID, ok, first.ID)
+	}
+	// Another key, and a shadow record, are not this key's pending.
+	other := capped("ap_cap_other", "")
+	other.RequestedBy = "k_other"
+	must2(s.CreateApproval(ctx, other, entry(t, wsA, ladder.AuditApproval, other.ID, t0, nil)))
+	shadow := capped("ap_cap_shadow", "")
+	shadow.Status, shadow.ExpiresAt = ladder.ApprovalShadow, time.Time{}
+	must2(s.CreateApproval(ctx, shadow, entry(t, wsA, ladder.AuditApproval, shadow.ID, t0, nil)))
+	// A decided approval frees its place, once.
+	check(t, decide(t, s, first))
+	must2(s.CreateApproval(ctx, capped("ap_cap_freed", ""), entry(t, wsA, ladder.AuditApproval, "ap_cap_freed", t0, nil)))
+	_, _, err := s.CreateApproval(ctx, capped("ap_cap_over", ""), entry(t, wsA, ladder.AuditApproval, "ap_cap_over", t0, nil))
+	wantErr(t, "one over the cap after a decision", err, ladder.ErrTooManyPending)
+	// Approvals past their deadline do not count, read or not.
+	var last ladder.Approval
+	for i := range maxPending {
+		a := lifetime(capped(fmt.Sprintf("ap_short_%d", i), ""), 500*time.Millisecond)
+		a.RequestedBy = "k_short"
+		last, _ = must2(s.CreateApproval(ctx, a, entry(t, wsA, ladder.AuditApproval, a.ID, t0, nil)))
+	}
+	over := capped("ap_short_over", "")
+	over.RequestedBy = "k_short"
+	_, _, err = s.CreateApproval(ctx, over, entry(t, wsA, ladder.AuditApproval, over.ID, t0, nil))
+	wantErr(t, "one over the cap of short approvals", err, ladder.ErrTooManyPending)
+	time.Sleep(time.Until(last.ExpiresAt) + 100*time.Millisecond)
+	if _, ok := must2(s.CreateApproval(ctx, over, entry(t, wsA, ladder.AuditApproval, over.ID, t0, nil))); !ok {
+		t.Error("a request after the others expired was not created")
+	}
 }

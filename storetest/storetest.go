@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 	tests = append(tests, gateTests...)
 	tests = append(tests, approvalTests...)
 	tests = append(tests, laneEpochTests...)
+	tests = append(tests, sessionTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {
@@ -1165,7 +1166,7 @@ func testPing(t *testing.T, s ladder.Store) {
 			defer wg.Done()
 			for range 5 {
 				if err := s.Ping(ctx); err != nil {
-					errs <- fmt.Errorf("Ping among writes: %w", err)
+					errs <- fmt.Errorf("ping among writes: %w", err)
 				}
 			}
 		}()

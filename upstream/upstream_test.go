@@ -87,7 +87,7 @@ func (u *upstreamServer) reset() {
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the bill."},
 		func(ctx context.Context, req *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, echoOut, error) {
 			u.runs.Add(1)
-			return nil, echoOut{Bill: in.Bill, Program: in.Program, Amount: in.Amount}, nil
+			return nil, echoOut(in), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "text", Description: "Answer in text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -283,8 +283,11 @@ func run(ctx context.Context, c config) (Result, error) {
 		phase(wctx, c, client, tmpl, &seq, nil)
 		cancel()
 	}
-	mctx, cancel := ctx, context.CancelFunc(func() {})
-	var budget *atomic.Int64
+	var (
+		mctx   context.Context
+		cancel context.CancelFunc
+		budget *atomic.Int64
+	)
 	if c.count > 0 {
 		budget = new(atomic.Int64)
 		budget.Store(c.count)

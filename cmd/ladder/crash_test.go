@@ -131,6 +131,7 @@ type acked struct {
 type ackedCall struct {
 	status string // executed or approval_requested
 	id     string // call_id or approval_id
+	route  string // the route of its bill
 }
 
 func post(client *http.Client, url, key string, body any) (int, map[string]any, error) {
@@ -164,7 +165,8 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 	if err != nil {
 		t.Fatalf("demo --print-config: %v", err)
 	}
-	// One agent key sends 64 calls at once: lift its rate limit.
+	// One agent key sends 64 calls at once: lift its rate limit (and, below,
+	// its cap on requests in progress).
 	cfgText := strings.Replace(string(out), "per_second: 5000\n    burst: 10000", "per_second: 100000\n    burst: 100000", 1)
 	if cfgText == string(out) {
 		t.Fatal("the demo config's rate_limit block moved; update the crash test")
@@ -182,7 +184,7 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 	addr := freeAddr(t)
 	env := append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "LADDER_AUDIT_SECRET=crash-test")
 	env = append(env, extraEnv...)
-	srv := &crashServer{t: t, bin: bin, args: []string{"serve", "--config", cfgPath, "--db", db, "--addr", addr}, env: env, url: "http://" + addr, log: logFile}
+	srv := &crashServer{t: t, bin: bin, args: []string{"serve", "--config", cfgPath, "--db", db, "--addr", addr, "--max-inflight-per-key", "256"}, env: env, url: "http://" + addr, log: logFile}
 	srv.start()
 	defer func() {
 		if srv.cmd.ProcessState == nil {
@@ -228,9 +230,10 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 						if status == "approval_requested" {
 							id, _ = m["approval_id"].(string)
 						}
-						if id != "" {
+						route, _ := m["route_id"].(string)
+						if id != "" && route != "" {
 							a.mu.Lock()
-							a.calls[key] = ackedCall{status: status, id: id}
+							a.calls[key] = ackedCall{status: status, id: id, route: route}
 							a.mu.Unlock()
 							continue
 						}
@@ -293,6 +296,13 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 						bad.Add(1)
 						t.Errorf("acknowledged call %s (%s %s) came back as %d %v %v", c.key, want.status, want.id, st, m, err)
 					}
+					// The call was routed for its bill (the payload's item),
+					// so routing the bill returns the call's route.
+					st, m, err = post(client, srv.url+"/v1/route", agent, map[string]any{"step": "post_tms", "item": c.key})
+					if err != nil || st != 200 || m["route_id"] != want.route {
+						bad.Add(1)
+						t.Errorf("the bill of acknowledged call %s routes as %d %v %v, want the call's route %s", c.key, st, m["route_id"], err, want.route)
+					}
 				}
 				if bad.Load() > 20 {
 					for range jobs { // enough reported; let the sender finish
@@ -326,9 +336,19 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 		t.Fatal(err)
 	}
 	count := map[string]int{}
+	routeItem := map[string]string{}
 	err = store.WalkAudit(context.Background(), 0, func(r ladder.AuditRecord) error {
 		switch {
-		case r.Kind == ladder.AuditRoute, r.Kind == ladder.AuditCall:
+		case r.Kind == ladder.AuditRoute:
+			count[r.Subject]++
+			var d struct {
+				Item string `json:"item"`
+			}
+			if err := json.Unmarshal(r.Data, &d); err != nil {
+				return err
+			}
+			routeItem[r.Subject] = d.Item
+		case r.Kind == ladder.AuditCall:
 			count[r.Subject]++
 		case r.Kind == ladder.AuditApproval && bytes.Contains(r.Data, []byte(`"event":"requested"`)):
 			count[r.Subject]++
@@ -347,6 +367,9 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 	for key, c := range a.calls {
 		if count[c.id] != 1 {
 			t.Errorf("call %s (%s) has %d audit records, want 1", key, c.id, count[c.id])
+		}
+		if count[c.route] != 1 || routeItem[c.route] != key {
+			t.Errorf("call %s: its route %s has %d audit records for item %q, want 1 for the bill", key, c.route, count[c.route], routeItem[c.route])
 		}
 	}
 	verify := exec.Command(bin, "audit", "verify", "--db", db)

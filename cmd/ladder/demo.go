@@ -12,6 +12,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
+	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -86,7 +87,10 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write keys file: %w", err)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, toolNames: *toolNames, openWorkspace: *openWS, ready: func(url string) {
+	// One agent key may have as many requests in progress as the whole
+	// server, as its rate limit is generous: bench/run.sh drives one key
+	// with 64 clients.
+	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, toolNames: *toolNames, openWorkspace: *openWS, maxPerKey: lhttp.DefaultMaxInFlight, ready: func(url string) {
 		if err := writeDemoGateway(*gatewayFile, url, cfg, keys); err != nil {
 			fmt.Fprintln(e.stderr, "ladder demo:", err)
 		} else {

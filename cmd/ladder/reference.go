@@ -142,6 +142,32 @@ The 2026-07-28 MCP specification calls -32000..-32019 legacy implementation code
 ladder keeps them because the seed 004 contract, which existing clients follow, names
 them; the refusal name in ` + "`message` and `data.code`" + ` is what callers should branch on.
 
+Strict JSON: a body with two keys in one object that are equal or differ only
+in case (` + "`bill_id` and `Bill_id`" + `, at any depth: payload, evidence, features),
+with a number beyond the range of a 64-bit float (` + "`1e400`" + `), or with a string or
+key holding an unpaired UTF-16 surrogate escape (` + "`\\ud800`" + `, which JSON readers
+turn into U+FFFD), is refused before anything runs or is recorded. Over REST that
+is 400 ` + "`INVALID_ARGUMENT`" + ` with the path in ` + "`data.field` (e.g. `payload.Bill_id`)" + `;
+over MCP, inside a ` + "`tools/call`" + `'s
+arguments, an ` + "`isError`" + ` result naming the path, and elsewhere in the request
+-32700 ` + "`INVALID_JSON`" + `.
+
+A JSON-RPC request id comes back with the value it was sent with, on results
+and on every refusal. MCP allows a string or an integer as an id, and go-sdk reads
+a number as a float64 and then an int64, so ladder refuses with -32600
+(` + "`INVALID_ARGUMENT`, `data.field` `id`" + `, the id echoed as sent) every id it could
+not give back unchanged: a fraction or an exponent (` + "`1.5`, `1e2`, `1.5e300`" + `),
+` + "`-0`" + `, an integer beyond ±9007199254740991, a string holding an unpaired UTF-16
+surrogate escape, and (echoed as null) a boolean, object or array.
+
+` + "`tools/list`" + ` returns every tool on one page and issues no cursor, so any
+` + "`cursor`" + ` sent with it (or with another list method) is refused with -32602
+` + "`BAD_CURSOR`" + `. An ` + "`MCP-Protocol-Version`" + ` header naming a version ladder does not
+speak is refused with HTTP 400 and -32022 ` + "`UNSUPPORTED_PROTOCOL_VERSION`" + ` (the code
+the 2026-07-28 specification names), whose ` + "`data.supported`" + ` lists the versions
+ladder speaks; an ` + "`initialize`" + ` asking in its body for an unknown version is
+answered with a version ladder speaks, as the lifecycle specification says.
+
 `
 
 func writeRefusals(b *bytes.Buffer) {

@@ -240,7 +240,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	// REST: the gate, with secrets in the evidence note.
 	evidence := map[string]any{"bill_id": "BILL-SECRET-G", "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true,
-		"hold_reason_cleared_before_release": true, "note": secretNote}
+		"dispute_open": false, "hold_reason_cleared_before_release": true, "note": secretNote}
 	s.mustDo(200, "GET", "/v1/gate/functions", agent, nil)
 	s.mustDo(200, "POST", "/v1/gate/authorize", agent, map[string]any{"case": "release_payment", "precondition_fn": "score_release_hold", "evidence": evidence})
 	s.mustDo(200, "GET", "/v1/gate/history", human, nil)
@@ -249,7 +249,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	ap := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-A", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-1"})
 	ap2 := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-B", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-2"})
 	ap3 := s.mustDo(202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "BILL-SECRET-C", "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "secret-3"})
-	s.do("POST", "/v1/capabilities/payments:releaseHold/call", agent, map[string]any{"payload": map[string]any{"bill_id": "BILL-SECRET-H", "evidence": map[string]any{"bill_id": "BILL-SECRET-H"}}, "evidence": evidence, "idempotency_key": "secret-h"})
+	s.do("POST", "/v1/capabilities/payments:releaseHold/call", agent, map[string]any{"payload": map[string]any{"bill_id": "BILL-SECRET-G"}, "evidence": evidence, "idempotency_key": "secret-h"})
 	s.mustDo(200, "GET", "/v1/approvals", human, nil)
 	s.mustDo(200, "GET", "/v1/approvals/"+ap["approval_id"].(string), agent, nil)
 	s.mustDo(200, "POST", "/v1/approvals/"+ap["approval_id"].(string)+"/approve", human, map[string]any{"reason": "ok " + secretNote})

@@ -18,6 +18,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
+	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
@@ -86,6 +87,11 @@ type serveOptions struct {
 	openWorkspace string
 	// maxInFlight caps concurrent requests (0: the default, 256).
 	maxInFlight int
+	// maxPerKey and maxPerAddress cap the requests in progress per key and,
+	// without a key, per client address; bodyTimeout bounds reading a body
+	// (0: the http package's defaults).
+	maxPerKey, maxPerAddress int
+	bodyTimeout              time.Duration
 }
 
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
@@ -155,7 +161,10 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	baseURL := fs.String("base-url", "", "public URL of this server for links (default: from each request's Host)")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
-	maxInFlight := fs.Int("max-inflight", 256, "requests served at once; more are answered 503 OVERLOADED instead of queueing (negative: no cap)")
+	maxInFlight := fs.Int("max-inflight", lhttp.DefaultMaxInFlight, "requests served at once; more are answered 503 OVERLOADED instead of queueing (negative: no cap)")
+	maxPerKey := fs.Int("max-inflight-per-key", lhttp.DefaultMaxInFlightPerKey, "requests one key may have in progress, bodies being read included; more are answered 429 RATE_LIMITED (negative: no cap)")
+	maxPerAddress := fs.Int("max-inflight-per-address", lhttp.DefaultMaxInFlightPerAddress, "requests without a valid key (console, keyless /mcp) one client address (IPv4, or IPv6 /64) may have in progress; more are answered 429 RATE_LIMITED (negative: no cap; behind a proxy every client has its address)")
+	bodyTimeout := fs.Duration("body-timeout", lhttp.DefaultBodyTimeout, "time to read a whole request body; a body not in by then is answered 408 BODY_TIMEOUT")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 3}
 	}
@@ -187,11 +196,13 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if token != "" && e.getenv("LADDER_ADMIN_KEY") == "" {
 		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames, maxInFlight: *maxInFlight})
+	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames, maxInFlight: *maxInFlight,
+		maxPerKey: *maxPerKey, maxPerAddress: *maxPerAddress, bodyTimeout: *bodyTimeout})
 }
 
-// expireLoop stores the expiry of pending approvals past their time, once
-// a minute (readers see expired before that anyway).
+// expireLoop stores the expiry of pending approvals past their time, and
+// deletes console sessions past theirs, once a minute (readers see both
+// expired before that anyway).
 func expireLoop(ctx context.Context, st *stack) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
@@ -204,6 +215,9 @@ func expireLoop(ctx context.Context, st *stack) {
 				st.log.Warn("expire approvals", "err", err)
 			} else if n > 0 {
 				st.log.Info("expired approvals", "count", n)
+			}
+			if _, err := st.svc.DeleteExpiredSessions(ctx); err != nil {
+				st.log.Warn("delete expired console sessions", "err", err)
 			}
 		}
 	}

@@ -61,7 +61,8 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		return nil, err
 	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}, MaxInFlight: o.maxInFlight}), nil
+		Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}, MaxInFlight: o.maxInFlight,
+		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the

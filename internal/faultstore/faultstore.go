@@ -428,3 +428,35 @@ func (s *Store) CallByKey(ctx context.Context, ws, capability, key string) (ladd
 	}
 	return s.next.CallByKey(ctx, ws, capability, key)
 }
+
+// CreateSession implements ladder.Store.
+func (s *Store) CreateSession(ctx context.Context, se ladder.Session, a ladder.AuditEntry) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.CreateSession(ctx, se, a)
+}
+
+// GetSession implements ladder.Store.
+func (s *Store) GetSession(ctx context.Context, idHash []byte) (ladder.Session, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.Session{}, err
+	}
+	return s.next.GetSession(ctx, idHash)
+}
+
+// RevokeSession implements ladder.Store.
+func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time, a ladder.AuditEntry) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.RevokeSession(ctx, idHash, at, a)
+}
+
+// DeleteExpiredSessions implements ladder.Store.
+func (s *Store) DeleteExpiredSessions(ctx context.Context, before time.Time) (int, error) {
+	if err := s.write(ctx); err != nil {
+		return 0, err
+	}
+	return s.next.DeleteExpiredSessions(ctx, before)
+}

@@ -3,9 +3,10 @@
 // object (at every depth: a payload's "bill_id" and "Bill_id" are refused as
 // surely as an envelope's), keys that differ only in case from a known field
 // (the smuggling class fixed in go-sdk, GHSA-q382-vc8q-7jhj), keys with NUL or
-// invalid UTF-8, unknown fields, numbers outside the range of a 64-bit
-// float, and nesting deeper than MaxDepth, each with an error that names the
-// path and says what to do. encoding/json alone matches field names
+// invalid UTF-8, strings and keys with an unpaired UTF-16 surrogate escape,
+// unknown fields, numbers outside the range of a 64-bit float, and nesting
+// deeper than MaxDepth, each with an error that names the path and says
+// what to do. encoding/json alone matches field names
 // case-insensitively and keeps the last duplicate, and readers in other
 // languages fold or pick differently, which would let one reader's view of a
 // request differ from another's.
@@ -45,8 +46,8 @@ func (e *Error) Error() string {
 
 // Check validates data without a target type: well-formed, one value, no
 // two keys of one object equal or equal under case folding, no NUL or
-// invalid UTF-8 in keys, every number within the range of a float64, depth
-// ≤ MaxDepth.
+// invalid UTF-8 in keys, no unpaired surrogate escape in any string or key,
+// every number within the range of a float64, depth ≤ MaxDepth.
 func Check(data []byte) error {
 	_, err := check(data, "")
 	return err
@@ -67,7 +68,7 @@ func check(data []byte, hold string) (json.RawMessage, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := walker{dec: dec, hold: hold}
+	w := walker{data: data, dec: dec, hold: hold}
 	if err := w.walk("", 0); err != nil {
 		return nil, err
 	}
@@ -123,6 +124,11 @@ func foldUnicode(s string) string {
 }
 
 func join(path, key string) string {
+	if key == "" {
+		// An empty key, told apart from the object that holds it ("a."
+		// would read as a, and at the top as the whole body).
+		return path + `[""]`
+	}
 	if path == "" {
 		return key
 	}
@@ -131,6 +137,7 @@ func join(path, key string) string {
 
 // walker is one pass of Check over a document.
 type walker struct {
+	data []byte // the document, to see a string token as it was sent
 	dec  *json.Decoder
 	hold string          // path of the value to pass over, "" for none
 	held json.RawMessage // that value, once passed
@@ -146,6 +153,7 @@ func (w *walker) walk(path string, depth int) error {
 		return nil
 	}
 	dec := w.dec
+	start := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
 		if err == io.EOF {
@@ -155,8 +163,13 @@ func (w *walker) walk(path string, depth int) error {
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
-		if n, ok := tok.(json.Number); ok {
-			return checkNumber(path, n)
+		switch v := tok.(type) {
+		case json.Number:
+			return checkNumber(path, v)
+		case string:
+			if esc, lone := w.loneSurrogate(v, start); lone {
+				return &Error{Path: path, Problem: fmt.Sprintf(`the string holds an unpaired UTF-16 surrogate escape (\u%s), which JSON readers turn into U+FFFD; escape a character outside the BMP as its surrogate pair, or send it as UTF-8`, esc)}
+			}
 		}
 		return nil
 	}
@@ -168,11 +181,15 @@ func (w *walker) walk(path string, depth int) error {
 		// Folded key → the key as sent, to name both in a refusal.
 		seen := map[string]string{}
 		for dec.More() {
+			kstart := dec.InputOffset()
 			kt, err := dec.Token()
 			if err != nil {
 				return &Error{Path: path, Problem: "malformed JSON: " + err.Error()}
 			}
 			key, _ := kt.(string)
+			if esc, lone := w.loneSurrogate(key, kstart); lone {
+				return &Error{Path: path, Problem: fmt.Sprintf(`key %s holds an unpaired UTF-16 surrogate escape (\u%s), which JSON readers turn into U+FFFD; send the key as documented`, shownKey(w.data[kstart:dec.InputOffset()]), esc)}
+			}
 			if strings.ContainsRune(key, 0) {
 				return &Error{Path: path, Problem: fmt.Sprintf("key %q contains a NUL character; remove it", key)}
 			}
@@ -207,6 +224,77 @@ func (w *walker) walk(path string, depth int) error {
 		return &Error{Path: path, Problem: "malformed JSON: " + err.Error()}
 	}
 	return nil
+}
+
+// loneSurrogate reports the first unpaired surrogate escape in the string
+// token s was decoded from, which starts at or after offset start (after
+// the separator and space before it). encoding/json decodes "\ud800" and
+// "\ufffd" alike, so two requests that differ would read the same in a
+// handler and in the log; only a decoded string holding U+FFFD can hide
+// one, so the common string costs one scan of its decoded form.
+func (w *walker) loneSurrogate(s string, start int64) (string, bool) {
+	if !strings.ContainsRune(s, utf8.RuneError) {
+		return "", false
+	}
+	return LoneSurrogate(w.data[start:w.dec.InputOffset()])
+}
+
+// LoneSurrogate returns the hex digits of the first \u escape of a UTF-16
+// surrogate without its pair in raw, JSON text holding string tokens (a
+// token with its quotes, or a whole document), and whether there is one.
+// A high surrogate is paired only by a low one escaped right after it.
+func LoneSurrogate(raw []byte) (string, bool) {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune // by hand: a string of a million escapes allocates nothing
+		for _, c := range raw[i+2 : i+6] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok {
+			i++ // a two-character escape: skip its second byte
+			continue
+		}
+		switch {
+		case 0xD800 <= r && r < 0xDC00:
+			if lo, ok := hex(i + 6); ok && 0xDC00 <= lo && lo < 0xE000 {
+				i += 11 // the pair
+				continue
+			}
+			return string(raw[i+2 : i+6]), true
+		case 0xDC00 <= r && r < 0xE000:
+			return string(raw[i+2 : i+6]), true
+		}
+		i += 5
+	}
+	return "", false
+}
+
+// shownKey is a key token as it was sent, trimmed of the separator and
+// space around it and shortened for an error message.
+func shownKey(tok []byte) string {
+	s := strings.TrimLeft(string(tok), " \t\r\n,")
+	if r := []rune(s); len(r) > 48 {
+		s = string(r[:32]) + "…" + string(r[len(r)-8:])
+	}
+	return s
 }
 
 // checkNumber refuses a number a float64 cannot hold: encoding/json fails

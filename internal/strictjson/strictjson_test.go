@@ -85,6 +85,22 @@ func TestCheckEveryDepth(t *testing.T) {
 		{`{"evidence":{"ok":true,"score":-1E+309}}`, "evidence.score", "-1E+309 is outside the range"},
 		{`[1,2,1e400]`, "[2]", "outside the range"},
 		{`1e400`, "", "1e400 is outside the range"},
+		// An unpaired surrogate escape decodes to U+FFFD, as "\ufffd" does:
+		// two bodies that differ would read alike in a handler and a log.
+		{`{"evidence":{"bill_id":"\ud800"}}`, "evidence.bill_id", `the string holds an unpaired UTF-16 surrogate escape (\ud800), which JSON readers turn into U+FFFD`},
+		{`{"payload":{"lines":[{"memo":"a\uDC00b"}]}}`, "payload.lines[0].memo", `(\uDC00)`},
+		{`{"a":"\ud83d\u0041"}`, "a", `(\ud83d)`},       // a high surrogate followed by another escape
+		{`{"a":"\ud83d\ud83d\ude00"}`, "a", `(\ud83d)`}, // the first of two highs
+		{`{"a":"\ude00\ud83d"}`, "a", `(\ude00)`},       // the pair in the wrong order
+		{`{"a":"x\\\ud800"}`, "a", `(\ud800)`},          // an escaped backslash, then the escape
+		{`{"a":"\ud800\\udc00"}`, "a", `(\ud800)`},      // not a pair: the low half is literal text
+		{`{"evidence":{"bill\ud800":"B-1"}}`, "evidence", `key "bill\ud800" holds an unpaired UTF-16 surrogate escape (\ud800)`},
+		{`{"a":1, "\udfff"  :2}`, "", `key "\udfff" holds an unpaired`},
+		{`["\ud800"]`, "[0]", "unpaired"},
+		{`"\ud800"`, "", "unpaired"},
+		// An empty key is named as one, apart from its object.
+		{`{"payload":{"":1,"":2}}`, `payload[""]`, "duplicate key"},
+		{`{"":1e400}`, `[""]`, "outside the range"},
 	}
 	for _, tt := range tests {
 		err := strictjson.Check([]byte(tt.in))
@@ -97,9 +113,26 @@ func TestCheckEveryDepth(t *testing.T) {
 		`{"payload":{"bill_id":"a","bill_ids":["b"]},"Payload2":{"bill_id":"c"}}`, // same key in two objects is fine
 		`{"i":1,"\u0130":2,"\u0131":3}`,                                           // dotted and dotless i do not fold to i
 		`{"a":1e-400,"b":-4.9e-324,"c":1.7976931348623157e308,"d":123456789012345678901234567890}`,
+		// Surrogate pairs, U+FFFD sent as itself, escaped or as UTF-8, and
+		// text that only looks like an escape.
+		"{\"a\":\"\\ud83d\\ude00\",\"\\uD83D\\uDE00\":\"\\ufffd\",\"b\":\"\xef\xbf\xbd\",\"c\":\"\\\\ud800\",\"d\":\"ud800\"}",
 	} {
 		if err := strictjson.Check([]byte(ok)); err != nil {
 			t.Errorf("Check(%s) = %v, want nil", ok, err)
+		}
+	}
+}
+
+// TestLoneSurrogate: the scanner Check and the JSON-RPC id check share.
+func TestLoneSurrogate(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"\ud800"`: "ud800", `"\uDBFF"`: "uDBFF", `"a\udc00b"`: "udc00", `"\ud800\ud800\udc00"`: "ud800",
+		`"\ud83d\ude00\ude00"`: "ude00", `"\\\ud800"`: "ud800",
+		`"\ud83d\ude00"`: "", `"\\ud800"`: "", `"\ufffd"`: "", `"\u0041\ud7ff\ue000"`: "", `"\ud800`: "ud800", `"\ud8`: "",
+	} {
+		got, lone := strictjson.LoneSurrogate([]byte(raw))
+		if lone != (want != "") || (lone && "u"+got != want) {
+			t.Errorf("LoneSurrogate(%s) = %q, %v; want %q", raw, got, lone, want)
 		}
 	}
 }
@@ -174,13 +207,22 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"features":{"bill_id":"a","Bill_id":"b"}}`))
 	f.Add([]byte("{\"features\":{\"s\":1,\"\u017f\":2}}"))
 	f.Add([]byte(`{"features":{"amount_usd":1e400}}`))
+	f.Add([]byte(`{"features":{"bill_id":"\ud800"}}`))
+	f.Add([]byte(`{"features":{"\udc00":"\ud83d\ude00"}}`))
+	f.Add([]byte(`{"step":"\\\ud800\ufffd"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b body
 		_ = strictjson.Unmarshal(data, &b) // must not panic
 		// Whatever Check accepts has no two sibling keys that EqualFold
-		// matches and no number a float64 cannot hold.
+		// matches, no number a float64 cannot hold and no unpaired
+		// surrogate escape (backslashes stand only inside strings, so a
+		// scan of the whole document checks what Check checked token by
+		// token, without its shortcut for strings free of U+FFFD).
 		if strictjson.Check(data) != nil {
 			return
+		}
+		if esc, lone := strictjson.LoneSurrogate(data); lone {
+			t.Fatalf("Check accepted %q with the unpaired surrogate \\u%s", data, esc)
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()

@@ -27,23 +27,37 @@ import (
 	"github.com/ladderhq/ladder/upstream"
 )
 
-// Clock is a settable clock.
+// Clock is a settable clock: stopped at a time the test advances, or (from
+// WallClock) the wall clock shifted.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	wall bool          // Now is time.Now() + skew
+	skew time.Duration // what Advance adds to a wall clock
 }
+
+// WallClock returns a clock that runs with the wall clock, skew ahead of it
+// (behind, when negative): a replica whose clock is off.
+func WallClock(skew time.Duration) *Clock { return &Clock{wall: true, skew: skew} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.wall {
+		return time.Now().Add(c.skew)
+	}
 	return c.t
 }
 
 // Advance moves the clock forward.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.t = c.t.Add(d)
+	if c.wall {
+		c.skew += d
+	} else {
+		c.t = c.t.Add(d)
+	}
 	c.mu.Unlock()
 }
 
@@ -80,8 +94,22 @@ type Options struct {
 	MaxPendingPerKey int
 	// MaxInFlight caps concurrent requests (0: the default).
 	MaxInFlight int
+	// MaxInFlightPerKey, MaxInFlightPerAddress and BodyTimeout set the
+	// server's admission caps (0: the defaults; see http.Options).
+	MaxInFlightPerKey     int
+	MaxInFlightPerAddress int
+	BodyTimeout           time.Duration
 	// DBPath is the SQLite file (default: a new file in t.TempDir()).
 	DBPath string
+	// OpenStore, when set, opens the store instead of a SQLite file, on
+	// the server's clock (a PostgreSQL store in a test schema, say: two
+	// Envs on one schema are two replicas). StartWith closes it.
+	OpenStore func(now func() time.Time) (ladder.Store, error)
+	// Clock is the server's clock (default: stopped at 2026-09-01 09:00
+	// UTC until the test advances it).
+	Clock *Clock
+	// ApprovalTTL is how long an approval waits for a person (0: 72h).
+	ApprovalTTL time.Duration
 	// Runner, when set, executes capability calls instead of the pool over
 	// the demo upstream.
 	Runner service.Runner
@@ -105,12 +133,21 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	clock := &Clock{t: time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)}
-	dbPath := opts.DBPath
-	if dbPath == "" {
-		dbPath = filepath.Join(t.TempDir(), "ladder.db")
+	clock := opts.Clock
+	if clock == nil {
+		clock = &Clock{t: time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)}
 	}
-	st, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{Now: clock.Now})
+	open := opts.OpenStore
+	if open == nil {
+		dbPath := opts.DBPath
+		if dbPath == "" {
+			dbPath = filepath.Join(t.TempDir(), "ladder.db")
+		}
+		open = func(now func() time.Time) (ladder.Store, error) {
+			return sqlite.Open(context.Background(), dbPath, sqlite.Options{Now: now})
+		}
+	}
+	st, err := open(clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +164,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		runner = opts.Runner
 	}
 	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
-		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey})
+		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +181,8 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight}))
+	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight,
+		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout}))
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
 	for _, ws := range svc.WorkspaceIDs() {
