@@ -70,6 +70,12 @@ type Approval struct {
 	// serialized step (ErrTooManyPending when the key is at the cap). It is
 	// not stored.
 	MaxPending int `json:"-"`
+	// MaxShadow, when positive on a shadow record of a step (Step and
+	// RouteID set) given to CreateApproval, is the most unreviewed shadow
+	// records its requesting key may have for that step: one whose route
+	// has no review yet. The store counts and inserts in one serialized
+	// step (ErrTooManyShadow at the cap). It is not stored.
+	MaxShadow int `json:"-"`
 }
 
 // EffectiveStatus is the status a reader would derive at now by its own
@@ -120,6 +126,11 @@ const (
 	CallRunning CallStatus = "running"
 	CallOK      CallStatus = "ok"
 	CallFailed  CallStatus = "failed"
+	// CallUnknown marks a call left running past its executor's timeout
+	// plus a margin with no result stored: the process running it stopped
+	// (or lost its store) after the call began, so it may or may not have
+	// run upstream. A result that arrives later replaces the mark.
+	CallUnknown CallStatus = "unknown"
 )
 
 // Call is one execution of a capability, recorded before it runs (fail
@@ -151,6 +162,11 @@ type Call struct {
 	// ErrLaneChanged): a call the agent runs alone commits under the lane in
 	// force at that moment, never under a lane it was routed in before.
 	Guard *LaneGuard `json:"-"`
+	// Seq orders calls for StaleCalls' paging; the store assigns it.
+	Seq int64 `json:"-"`
+	// RunningFor is, on a call StaleCalls returns, how long it has been
+	// running by the store's clock. It is not stored.
+	RunningFor time.Duration `json:"-"`
 }
 
 // LaneGuard is the lane epoch a write was decided in.
@@ -177,7 +193,13 @@ type ApprovalStore interface {
 	// store's clock, which also stamps CreatedAt. When a.MaxPending is
 	// positive and a.RequestedBy already has that many pending, unexpired
 	// approvals, it stores nothing and returns ErrTooManyPending; the count
-	// and the insert are one step, across replicas too.
+	// and the insert are one step, across replicas too. Likewise, when
+	// a.MaxShadow is positive on a shadow record and a.RequestedBy already
+	// has that many shadow records of a's step whose routes no review
+	// names, it stores nothing and returns ErrTooManyShadow; a review of a
+	// route (RecordReview, ImportHistory) frees its records' places. A
+	// capped shadow record whose route is reviewed already is not stored
+	// either (ErrRouteReviewed): it would never count.
 	CreateApproval(ctx context.Context, a Approval, audit AuditEntry) (Approval, bool, error)
 	// GetApproval returns an approval of the workspace, or ErrNotFound (also
 	// for another workspace's id).
@@ -207,10 +229,25 @@ type CallStore interface {
 	// workspace, capability and key exists, it returns that call and false:
 	// the caller must not execute again. When c.Guard is set and the step's
 	// lane epoch is no longer c.Guard.LaneEpoch, it stores nothing and
-	// returns ErrLaneChanged.
+	// returns ErrLaneChanged. A c.ID stored already (under no key, or
+	// another) is an error and stores nothing, so a call id claimed once can
+	// never begin again. The store stamps the start with its own clock, which
+	// StaleCalls measures from.
 	BeginCall(ctx context.Context, c Call, audit AuditEntry) (Call, bool, error)
-	// FinishCall stores a running call's outcome, with its audit entry.
+	// FinishCall stores a running call's outcome, with its audit entry; a
+	// call that is no longer running is ErrConflict.
 	FinishCall(ctx context.Context, c Call, audit AuditEntry) (Call, error)
+	// UpdateCall stores c over the call whose status is still from
+	// (compare-and-set), with its audit entry; another status is
+	// ErrConflict and an unknown id ErrNotFound. It marks a call running
+	// too long unknown (from running), and replaces that mark with the
+	// result that arrives after it (from unknown).
+	UpdateCall(ctx context.Context, c Call, from CallStatus, audit AuditEntry) (Call, error)
+	// StaleCalls returns, oldest first, up to limit calls that are running
+	// and began at least minAge ago by the store's clock (the database's,
+	// on a store several replicas share), with Seq greater than afterSeq,
+	// each with Seq and RunningFor set.
+	StaleCalls(ctx context.Context, minAge time.Duration, afterSeq int64, limit int) ([]Call, error)
 	// GetCall returns a call of the workspace, or ErrNotFound.
 	GetCall(ctx context.Context, workspace, id string) (Call, error)
 	// CallByKey returns the call of the workspace and capability made with

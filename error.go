@@ -49,6 +49,7 @@ const (
 	CodeAuditUnavailable    Code = "AUDIT_UNAVAILABLE"
 	CodeUpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
 	CodeUpstreamFailed      Code = "UPSTREAM_FAILED"
+	CodeOutcomeUnknown      Code = "OUTCOME_UNKNOWN"
 	CodeInternal            Code = "INTERNAL"
 )
 
@@ -113,6 +114,7 @@ var codeTable = []CodeInfo{
 	{CodeAuditUnavailable, http.StatusServiceUnavailable, RPCRefused, "the audit log cannot be written, so nothing runs"},
 	{CodeUpstreamTimeout, http.StatusGatewayTimeout, RPCRefused, "the upstream did not answer in time"},
 	{CodeUpstreamFailed, http.StatusBadGateway, RPCRefused, "the upstream answered with a failure"},
+	{CodeOutcomeUnknown, http.StatusConflict, RPCRefused, "the call with this idempotency_key began, but the server running it stopped before its result was stored: it may or may not have run upstream, and ladder will not run it again under this key; check the upstream system"},
 	{CodeInternal, http.StatusInternalServerError, RPCInternal, "an internal error; the log has details"},
 }
 
@@ -202,4 +204,11 @@ var (
 	// ErrTooManyPending means CreateApproval stored nothing: the requesting
 	// key has Approval.MaxPending approvals pending already.
 	ErrTooManyPending = errors.New("too many pending approvals")
+	// ErrTooManyShadow means CreateApproval stored nothing: the requesting
+	// key has Approval.MaxShadow unreviewed shadow records of the step
+	// already.
+	ErrTooManyShadow = errors.New("too many unreviewed shadow proposals")
+	// ErrRouteReviewed means CreateApproval stored nothing: the capped
+	// shadow record's route was reviewed already.
+	ErrRouteReviewed = errors.New("the route was reviewed already")
 )

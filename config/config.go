@@ -67,6 +67,8 @@ const (
 	DefaultRatePerSecond  = 20.0
 	DefaultRateBurst      = 40
 	DefaultTimeout        = 10 * time.Second
+	// DefaultMaxShadowProposals is server.max_shadow_proposals's default.
+	DefaultMaxShadowProposals = 1000
 )
 
 // DemoScheme is the URL scheme of executors served by the in-process demo
@@ -116,6 +118,9 @@ type Server struct {
 	RateBurst     int
 	// AllowedOrigins are the browser origins /mcp accepts.
 	AllowedOrigins []string
+	// MaxShadowProposals caps the shadow proposals one key may have stored
+	// for one step while their routes are unreviewed.
+	MaxShadowProposals int
 
 	derivedSecret []byte
 }

@@ -98,11 +98,12 @@ func (b *builder) build(fc *fileConfig, data []byte) *Config {
 
 func (b *builder) server(fs *fileServer, data []byte) Server {
 	s := Server{
-		Listen:         DefaultListen,
-		ApprovalTTL:    DefaultApprovalTTL,
-		AuditSecretEnv: DefaultAuditSecretEnv,
-		RatePerSecond:  DefaultRatePerSecond,
-		RateBurst:      DefaultRateBurst,
+		Listen:             DefaultListen,
+		ApprovalTTL:        DefaultApprovalTTL,
+		AuditSecretEnv:     DefaultAuditSecretEnv,
+		RatePerSecond:      DefaultRatePerSecond,
+		RateBurst:          DefaultRateBurst,
+		MaxShadowProposals: DefaultMaxShadowProposals,
 	}
 	// Derived from the whole file so every replica reading it agrees; see
 	// Server.AuditSecret for why this is only a fallback.
@@ -149,6 +150,13 @@ func (b *builder) server(fs *fileServer, data []byte) Server {
 			} else {
 				s.RateBurst = *rl.Burst
 			}
+		}
+	}
+	if fs.MaxShadow != nil {
+		if *fs.MaxShadow < 1 {
+			b.fail("server.max_shadow_proposals", "%d is below 1; expected how many unreviewed shadow proposals one key may keep per step", *fs.MaxShadow)
+		} else {
+			s.MaxShadowProposals = *fs.MaxShadow
 		}
 	}
 	for i, o := range fs.AllowedOrigins {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -98,7 +97,7 @@ func (l *lookups) review(queue, step, routeID string) (ladder.Review, bool) {
 	m, ok := l.reviewed[k]
 	if !ok {
 		m = map[string]ladder.Review{}
-		rows, err := l.h.svc.Store().Reviews(l.ctx, ladder.ReviewQuery{Key: ladder.StepKey{Workspace: l.ws, Queue: queue, Step: step}, Limit: 1000})
+		rows, err := l.h.svc.StepReviews(l.ctx, ladder.Principal{Workspace: l.ws}, queue, step, 1000)
 		if err == nil {
 			for _, rv := range rows {
 				if old, ok := m[rv.RouteID]; !ok || rv.At.Before(old.At) {
@@ -429,12 +428,12 @@ func (h *Handler) routePage(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, status int, errs map[string]string) error {
 	p := principalOf(r)
-	rt, err := h.svc.Store().GetRoute(r.Context(), p.Workspace, r.PathValue("id"))
-	if errors.Is(err, ladder.ErrNotFound) {
+	rt, err := h.svc.GetRoute(r.Context(), p, r.PathValue("id"))
+	if ladder.ErrorCode(err) == ladder.CodeRouteNotFound {
 		return errNotFound
 	}
 	if err != nil {
-		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The store does not answer.", Hint: "Try again shortly.", Err: err}
+		return err
 	}
 	l := h.lookups(r)
 	kind := itemShadow

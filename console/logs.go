@@ -61,7 +61,7 @@ func (h *Handler) verifyChain(ctx context.Context) chainState {
 	defer h.chainMu.Unlock()
 	if h.chainOK == nil {
 		after := h.chain.Count()
-		err := h.svc.Store().WalkAudit(ctx, after, h.chain.Check)
+		err := h.svc.WalkAudit(ctx, after, h.chain.Check)
 		if err != nil && ctx.Err() == nil {
 			h.chainOK = err
 		}
@@ -88,7 +88,7 @@ type auditRow struct {
 
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
-	q := ladder.AuditQuery{Workspace: p.Workspace, Kind: r.URL.Query().Get("kind"), Desc: true, Limit: 50}
+	q := ladder.AuditQuery{Kind: r.URL.Query().Get("kind"), Limit: 50}
 	if b := r.URL.Query().Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
@@ -96,7 +96,7 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.BeforeSeq = n
 	}
-	recs, err := h.svc.Store().ListAudit(r.Context(), q)
+	recs, err := h.svc.AuditPage(r.Context(), p, q.Kind, q.BeforeSeq, q.Limit)
 	if err != nil {
 		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
 	}

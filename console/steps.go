@@ -240,7 +240,7 @@ func (h *Handler) showStep(w http.ResponseWriter, r *http.Request, status int, e
 		d.PValue = num4(*ev.OutcomeTest.PValue)
 	}
 	d.Next, d.Far = nextText(ev.NextMove)
-	if st, err := h.svc.Store().GetStepState(r.Context(), ladder.StepKey{Workspace: p.Workspace, Queue: ev.Queue, Step: ev.Step}); err == nil {
+	if st, err := h.svc.StepState(r.Context(), p, ev.Queue, ev.Step); err == nil {
 		d.PinReason = st.PinReason
 	}
 	// Newest lane change first.

@@ -80,7 +80,7 @@ func Seed(ctx context.Context, svc *service.Service, now time.Time, progress Pro
 		return err
 	}
 	h.Audit = append(h.Audit, e)
-	if err := svc.Store().ImportHistory(ctx, h); err != nil {
+	if err := svc.ImportHistory(ctx, h); err != nil {
 		return fmt.Errorf("import demo history: %w", err)
 	}
 	return nil

@@ -104,6 +104,7 @@ func New(opts Options) *Server {
 	}, []string{"route", "method"})
 	s.reg.MustRegister(s.requests, s.latency)
 	s.refusals = metrics.Refusals(s.reg)
+	metrics.ShadowProposalsDropped(s.reg, s.svc.ShadowProposalsDropped)
 	switch {
 	case opts.MaxInFlight == 0:
 		s.inflight = make(chan struct{}, DefaultMaxInFlight)

@@ -90,7 +90,7 @@ func capabilityAnnotations(c ladder.Capability) sdk.ToolAnnotations {
 // "queue/step" and "step".
 func (h *Handler) lanes(ctx context.Context, workspace string) map[string]ladder.Lane {
 	out := map[string]ladder.Lane{}
-	states, err := h.svc.Store().ListStepStates(ctx, workspace)
+	states, err := h.svc.StepStates(ctx, workspace)
 	if err != nil {
 		return out
 	}

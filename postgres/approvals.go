@@ -65,11 +65,18 @@ const pendingLockNamespace = 0x6c617070
 // row. Inside a batch the lock is re-entrant, so ops for one key never wait
 // on each other; batches of two replicas that lock two keys in opposite
 // orders deadlock, and PostgreSQL aborts one, which runs again (runBatch).
+//
+// A shadow record of a step is counted against a.MaxShadow the same way,
+// under the same lock. Whether it is open (its route unreviewed) is read
+// under a share lock on the step's state row, which RecordReview locks for
+// update: a review and a shadow record of its step never commit unseen by
+// each other, so no record stays open after its route is reviewed.
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
 	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
-	maxPending := a.MaxPending
-	a.MaxPending = 0
-	capped := maxPending > 0 && a.Status == ladder.ApprovalPending
+	maxPending, maxShadow := a.MaxPending, a.MaxShadow
+	a.MaxPending, a.MaxShadow = 0, 0
+	shadowStep := shadowStepOf(a)
+	capped := maxPending > 0 && a.Status == ladder.ApprovalPending || maxShadow > 0 && shadowStep != ""
 	var (
 		got     ladder.Approval
 		created bool
@@ -117,14 +124,44 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			}
 			b.Restamp(now)
 		}
+		var open any
+		if shadowStep != "" {
+			if _, err := w.exec(`SELECT 1 FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
+				b.Workspace, b.Queue, b.Step); err != nil {
+				return err
+			}
+			var reviewed bool
+			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = $1 AND counted)`, b.RouteID).Scan(&reviewed); err != nil {
+				return err
+			}
+			switch {
+			case reviewed && maxShadow > 0:
+				// A person handled the item and reviewed its route: a
+				// proposal now compares with nothing, and a record that
+				// never counts must not be stored without bound.
+				return fmt.Errorf("route %s of %s: %w", b.RouteID, shadowStep, ladder.ErrRouteReviewed)
+			case !reviewed:
+				open = shadowStep
+			}
+			if maxShadow > 0 && !reviewed {
+				var n int
+				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2 AND open_shadow = $3`,
+					b.Workspace, b.RequestedBy, shadowStep).Scan(&n); err != nil {
+					return err
+				}
+				if n >= maxShadow {
+					return fmt.Errorf("%s has %d unreviewed shadow proposals of %s, at most %d: %w", b.RequestedBy, n, shadowStep, maxShadow, ladder.ErrTooManyShadow)
+				}
+			}
+		}
 		doc, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
 		var seq int64
-		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, doc)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), doc).Scan(&seq)
+		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), nullable(b.RouteID), open, doc).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Another key's request with this idempotency key committed
 			// after the read above.
@@ -150,6 +187,24 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		return ladder.Approval{}, false, fmt.Errorf("create approval: %w", err)
 	}
 	return got, created, nil
+}
+
+// shadowStepOf is the open_shadow value of a shadow record of a step,
+// "queue/step", or "" for any other approval: a record without a route can
+// never be reviewed, so it is neither open nor counted.
+func shadowStepOf(a ladder.Approval) string {
+	if a.Status != ladder.ApprovalShadow || a.Step == "" || a.RouteID == "" {
+		return ""
+	}
+	return a.Queue + "/" + a.Step
+}
+
+// closeShadow marks the shadow records of a route reviewed, so they no
+// longer count against their key's cap. The caller holds the step's state
+// row for update (see CreateApproval).
+func (w *wtx) closeShadow(routeID string) error {
+	_, err := w.exec(`UPDATE approvals SET open_shadow = NULL WHERE route_id = $1 AND open_shadow IS NOT NULL`, routeID)
+	return err
 }
 
 // expireDue stores the expiry of an approval that is pending and past its
@@ -434,7 +489,9 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		if err != nil {
 			return err
 		}
-		tag, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, doc) VALUES ($1, $2, $3, $4, $5, $6)
+		// started_at is the database's clock, which StaleCalls measures
+		// from on every replica.
+		tag, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES ($1, $2, $3, $4, $5, clock_timestamp(), $6)
 			ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
 			c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), doc)
 		if err != nil {
@@ -476,22 +533,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 
 // FinishCall stores a running call's outcome.
 func (s *Store) FinishCall(ctx context.Context, c ladder.Call, audit ladder.AuditEntry) (ladder.Call, error) {
-	err := s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		tag, err := w.exec(`UPDATE calls SET status = $1, doc = $2 WHERE id = $3 AND workspace = $4 AND status = $5`,
-			string(c.Status), doc, c.ID, c.Workspace, string(ladder.CallRunning))
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("call %s is not running: %w", c.ID, ladder.ErrConflict)
-		}
-		return w.appendAudit(nil, audit)
-	})
-	if err != nil {
+	if err := s.setCall(ctx, c, ladder.CallRunning, audit); err != nil {
 		return ladder.Call{}, fmt.Errorf("finish call: %w", err)
 	}
 	return c, nil

@@ -317,6 +317,10 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week string,
 		rv.At, week, state.Epoch); err != nil {
 		return ladder.StepState{}, nil, err
 	}
+	// The route is reviewed: its shadow proposals leave their key's cap.
+	if err := w.closeShadow(rv.RouteID); err != nil {
+		return ladder.StepState{}, nil, err
+	}
 	q, args := addToWeekSQL(key, week, weekStart, state.Epoch, rv.Counts())
 	if _, err := w.exec(q, args...); err != nil {
 		return ladder.StepState{}, nil, err
@@ -765,6 +769,12 @@ func (w *wtx) importHistory(h ladder.History) error {
 		for range b.Len() - n {
 			labels = append(labels, "outcome "+o.ID)
 		}
+	}
+	if len(h.Reviews) > 0 {
+		// Imported reviews close the shadow proposals of their routes, as
+		// recorded ones do; only open rows are looked at.
+		queue("close reviewed shadow proposals", `UPDATE approvals SET open_shadow = NULL WHERE open_shadow IS NOT NULL
+			AND EXISTS (SELECT 1 FROM reviews r WHERE r.route_id = approvals.route_id)`)
 	}
 	if err := w.sendBatch(b, labels); err != nil {
 		return err

@@ -42,7 +42,9 @@ type ApprovalPage struct {
 }
 
 // ListApprovals pages a workspace's approvals, newest first. status filters
-// by the status a reader sees ("pending" leaves out expired ones).
+// by the status a reader sees ("pending" leaves out expired ones). A page
+// holds at most limit approvals and ends early once their payloads,
+// evidence and results reach PageBytes; next_cursor pages on.
 func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status, cursor string, limit int) (ApprovalPage, error) {
 	switch {
 	case limit == 0:
@@ -56,7 +58,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 	default:
 		return ApprovalPage{}, argError("status", fmt.Sprintf("%q is not allowed; allowed values: pending, approved, rejected, expired, executing, shadow", status), "leave status out for every approval")
 	}
-	q := ladder.ApprovalQuery{Workspace: p.Workspace, Limit: limit + 1}
+	q := ladder.ApprovalQuery{Workspace: p.Workspace}
 	if cursor != "" {
 		seq, err := approvalCursor.decode(cursor)
 		if err != nil {
@@ -68,23 +70,29 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 	// deadline; its pending returns them expired, which are left out below.
 	q.Status = st
 	page := ApprovalPage{Approvals: []ApprovalView{}}
+	b := pageBudget{limit: limit}
+	var last int64 // the seq of the last approval on the page
 	for {
+		q.Limit = b.chunk()
 		rows, err := s.store.ListApprovals(ctx, q)
 		if err != nil {
 			return ApprovalPage{}, storeErr("list approvals", err)
 		}
-		for i, a := range rows {
-			if len(page.Approvals) == limit {
-				page.NextCursor = approvalCursor.encode(rows[i-1].Seq)
+		for _, a := range rows {
+			if b.full() {
+				page.NextCursor = approvalCursor.encode(last)
 				return page, nil
 			}
-			v := s.view(a)
-			if st == ladder.ApprovalExpired && v.Status != ladder.ApprovalExpired || st == ladder.ApprovalPending && v.Status != ladder.ApprovalPending {
+			n := approvalBytes(a)
+			b.saw(n)
+			if st == ladder.ApprovalExpired && a.Status != ladder.ApprovalExpired || st == ladder.ApprovalPending && a.Status != ladder.ApprovalPending {
 				continue
 			}
-			page.Approvals = append(page.Approvals, v)
+			page.Approvals = append(page.Approvals, s.view(a))
+			b.add(n)
+			last = a.Seq
 		}
-		if len(rows) < q.Limit || (st != ladder.ApprovalExpired && st != ladder.ApprovalPending) {
+		if len(rows) < q.Limit {
 			return page, nil
 		}
 		q.BeforeSeq = rows[len(rows)-1].Seq
@@ -151,7 +159,8 @@ func approvalExpired(id string, at time.Time) error {
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	n := 0
 	for _, ws := range s.order {
-		q := ladder.ApprovalQuery{Workspace: ws, Status: ladder.ApprovalPending, Limit: 500}
+		// Read in chunks: each row is a whole record, payload and all.
+		q := ladder.ApprovalQuery{Workspace: ws, Status: ladder.ApprovalPending, Limit: pageChunk}
 		for {
 			rows, err := s.store.ListApprovals(ctx, q)
 			if err != nil {
@@ -254,7 +263,10 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalExecuting, p.KeyID, &now, req.Reason
-	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "approved", "edited": edited, "edited_payload": b.EditedPayload, "reason": req.Reason})
+	// The call's id is given out with the decision, so an approval left
+	// executing by a process that died names the call to settle it from.
+	b.CallID = ladder.NewID("cl")
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "approved", "edited": edited, "edited_payload": b.EditedPayload, "reason": req.Reason, "call_id": b.CallID})
 	if err != nil {
 		return ApprovalView{}, err
 	}
@@ -284,14 +296,20 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (App
 	if a.Status != ladder.ApprovalApproved || a.ExecError == "" {
 		return ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s is %s and has no failed execution to retry", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
 	}
+	if outcomeUnknownOf(a) {
+		// It may have run: running it again is not a retry.
+		return ApprovalView{}, &ladder.Error{Code: ladder.CodeOutcomeUnknown, Message: fmt.Sprintf("approval %s's call %s has an unknown outcome, so it is not retried", id, a.CallID),
+			Hint: "it may or may not have run upstream: check the upstream system for call " + a.CallID + "; if it did not run, the agent may request it again",
+			Data: map[string]any{"approval_id": a.ID, "call_id": a.CallID}}
+	}
 	c, ok := s.FindCapability(p.Workspace, a.Capability)
 	if !ok {
 		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
 	}
 	now := ladder.NormTime(s.now())
 	b := a
-	b.Status = ladder.ApprovalExecuting
-	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "retry", "previous_error": a.ExecError})
+	b.Status, b.CallID = ladder.ApprovalExecuting, ladder.NewID("cl")
+	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "retry", "previous_error": a.ExecError, "previous_call_id": a.CallID, "call_id": b.CallID})
 	if err != nil {
 		return ApprovalView{}, err
 	}
@@ -310,7 +328,11 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	if len(a.EditedPayload) > 0 {
 		payload = a.EditedPayload
 	}
-	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: a.Workspace, Capability: c.ID, KeyID: p.KeyID,
+	callID := a.CallID
+	if callID == "" {
+		callID = ladder.NewID("cl")
+	}
+	call := ladder.Call{ID: callID, Workspace: a.Workspace, Capability: c.ID, KeyID: p.KeyID,
 		IdempotencyKey: idemKey, Status: ladder.CallRunning, Payload: payload, Scope: a.Scope, EvidenceSHA256: evidenceHash(a.Evidence),
 		RouteID: a.RouteID, GateDecisionID: a.GateDecisionID, ApprovalID: a.ID}
 	// The gate decides at commit too: the evidence bound to the approval is
@@ -349,10 +371,17 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	if err != nil {
 		return ApprovalView{}, err
 	}
-	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalExecuting, []ladder.AuditEntry{e})
+	got, err := s.storeApprovalOutcome(ctx, b, e)
 	if err != nil {
 		s.log.ErrorContext(ctx, "record approval outcome", "approval_id", a.ID, "err", err)
-		return ApprovalView{}, storeErr("record approval outcome", err)
+		if xerr == nil || ladder.AsError(xerr).Code != ladder.CodeAuditUnavailable {
+			// The call ran (or failed upstream): answer what happened. The
+			// approval stays executing until RecoverCalls settles it from
+			// the call's stored outcome.
+			got, err = b, nil
+		} else {
+			return ApprovalView{}, storeErr("record approval outcome", err)
+		}
 	}
 	if xerr != nil {
 		le := ladder.AsError(xerr)

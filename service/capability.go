@@ -414,9 +414,13 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 			var recorded string
 			if rt.Lane == ladder.LaneShadow {
 				// Shadow: keep the agent's proposal so a person's handling of
-				// the item can be compared with it.
+				// the item can be compared with it, up to the key's cap of
+				// unreviewed ones for the step.
 				ap.Kind, ap.Status, ap.Reason = ladder.ApprovalShadowRec, ladder.ApprovalShadow, rt.Reason
 				rec, err := s.storeApproval(ctx, p, ap)
+				if errors.Is(err, ladder.ErrTooManyShadow) || errors.Is(err, ladder.ErrRouteReviewed) {
+					return CallResult{}, s.shadowNotRecorded(ctx, p, rt, err)
+				}
 				if err != nil {
 					return CallResult{}, err
 				}
@@ -533,6 +537,9 @@ func needsPerson(step, routeID string, lane ladder.Lane, proposal string) error 
 	if proposal != "" {
 		data["proposal_id"] = proposal
 	}
+	if lane == ladder.LaneShadow {
+		data["proposal_recorded"] = proposal != ""
+	}
 	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
 		Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", step, lane),
 		Data: data}
@@ -551,6 +558,9 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 		// The store holds the cap: it counts and inserts in one step.
 		ap.MaxPending = max(s.maxPending, 0)
 	}
+	if ap.Status == ladder.ApprovalShadow {
+		ap.MaxShadow = max(s.maxShadow, 0)
+	}
 	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditApproval, ap.ID, now, map[string]any{
 		"event": "requested", "capability": ap.Capability, "kind": ap.Kind, "status": ap.Status, "payload": ap.Payload, "scope": ap.Scope,
 		"route_id": ap.RouteID, "gate_decision_id": ap.GateDecisionID, "idempotency_key": ap.IdempotencyKey,
@@ -561,6 +571,9 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 	got, created, err := s.store.CreateApproval(ctx, ap, e)
 	if errors.Is(err, ladder.ErrTooManyPending) {
 		return ladder.Approval{}, s.tooManyPending(s.maxPending)
+	}
+	if errors.Is(err, ladder.ErrTooManyShadow) || errors.Is(err, ladder.ErrRouteReviewed) {
+		return ladder.Approval{}, err // the caller answers STEP_NEEDS_PERSON
 	}
 	if err != nil {
 		return ladder.Approval{}, storeErr("create approval", err)
@@ -682,6 +695,8 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	// halfway would leave a call that may have run with no result, and the
 	// executor bounds it with its own timeout.
 	ctx = context.WithoutCancel(ctx)
+	// In flight here: this process's sweep leaves it alone.
+	s.calls.begin(got.ID)
 	out, xerr := s.runner.Execute(ctx, c.Executor, upstream.Request{CallID: got.ID, Workspace: got.Workspace, Capability: c.ID, Payload: got.Payload, Scope: got.Scope, IdempotencyKey: got.IdempotencyKey})
 	done := ladder.NormTime(s.now())
 	got.FinishedAt, got.UpstreamStatus = &done, out.Status
@@ -703,13 +718,13 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		"capability": c.ID, "status": got.Status, "error": got.Error, "error_code": got.ErrorCode, "upstream_status": got.UpstreamStatus,
 	})
 	if err != nil {
+		s.calls.end(got.ID)
 		return CallResult{}, err
 	}
-	if _, ferr := s.store.FinishCall(ctx, got, re); ferr != nil {
-		// The call ran; its result could not be recorded. Say so in the log
-		// and still answer truthfully.
-		s.log.ErrorContext(ctx, "record call result", "call_id", got.ID, "err", ferr)
-	}
+	// The call ran: its result is stored, retried, or held in memory until
+	// the store takes it, and the caller gets the truthful answer either
+	// way.
+	s.recordResult(ctx, actor, got, re)
 	if xerr != nil {
 		le := ladder.AsError(xerr)
 		if le.Code == ladder.CodeInternal {
@@ -730,7 +745,16 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 // executes again.
 func (s *Service) replay(first ladder.Call, res CallResult) (CallResult, error) {
 	res.CallID, res.Replayed, res.RouteID, res.GateDecisionID = first.ID, true, first.RouteID, first.GateDecisionID
+	if first.Status == ladder.CallRunning || first.Status == ladder.CallUnknown {
+		// A result this process holds, not stored yet, is the answer the
+		// stored result will give.
+		if held, ok := s.calls.result(first.ID); ok {
+			first = held
+		}
+	}
 	switch first.Status {
+	case ladder.CallUnknown:
+		return CallResult{}, outcomeUnknown(first)
 	case ladder.CallOK:
 		res.Status, res.Result = StatusExecuted, first.Result
 		res.Message = fmt.Sprintf("%s ran earlier with this idempotency_key (call %s); this is its result, and nothing ran again.", first.Capability, first.ID)

@@ -370,7 +370,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
 			Hint: "send one of PASS, ESCALATE, BYPASS_TO_HUMAN, or leave gate_state out", Data: map[string]any{"field": "gate_state", "allowed": []string{gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman}}}
 	}
-	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState, Limit: limit + 1}
+	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState}
 	for _, tf := range []struct {
 		name string
 		in   string
@@ -398,26 +398,41 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 		}
 		q.BeforeSeq = seq
 	}
-	recs, err := s.store.GateHistory(ctx, q)
-	if err != nil {
-		return GateHistoryPage{}, storeErr("gate history", err)
+	page := GateHistoryPage{Workspace: workspace, Decisions: []GateResult{}}
+	// A page holds at most limit decisions and ends early once their
+	// evidence reaches PageBytes.
+	b := pageBudget{limit: limit}
+read:
+	for {
+		q.Limit = b.chunk()
+		recs, err := s.store.GateHistory(ctx, q)
+		if err != nil {
+			return GateHistoryPage{}, storeErr("gate history", err)
+		}
+		for _, r := range recs {
+			if b.full() {
+				page.HasMore = true
+				page.NextCursor = gateCursor.encode(q.BeforeSeq)
+				break read
+			}
+			n := gateBytes(r)
+			b.saw(n)
+			b.add(n)
+			page.Decisions = append(page.Decisions, GateResultOf(r))
+			q.BeforeSeq = r.Seq
+		}
+		if len(recs) < q.Limit {
+			break
+		}
 	}
-	page := GateHistoryPage{Workspace: workspace, Decisions: make([]GateResult, 0, min(len(recs), limit))}
-	if len(recs) > limit {
-		recs = recs[:limit]
-		page.HasMore = true
-		page.NextCursor = gateCursor.encode(recs[len(recs)-1].Seq)
-	}
-	for _, r := range recs {
-		page.Decisions = append(page.Decisions, GateResultOf(r))
-	}
+	n := len(page.Decisions)
 	switch {
-	case len(recs) == 0:
+	case n == 0:
 		page.Sentence = "No gate decisions match."
 	case page.HasMore:
-		page.Sentence = fmt.Sprintf("%s, newest first; more remain: call gate_history_get again with cursor %s", decisions(len(recs)), page.NextCursor)
+		page.Sentence = fmt.Sprintf("%s, newest first; more remain: call gate_history_get again with cursor %s", decisions(n), page.NextCursor)
 	default:
-		page.Sentence = fmt.Sprintf("%s, newest first; this is the last page.", decisions(len(recs)))
+		page.Sentence = fmt.Sprintf("%s, newest first; this is the last page.", decisions(n))
 	}
 	return page, nil
 }

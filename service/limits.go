@@ -16,6 +16,11 @@ import (
 // person; a call that would create one more is refused with RATE_LIMITED.
 const DefaultMaxPendingPerKey = 100
 
+// DefaultMaxShadowPerStep caps the shadow proposals one key may have stored
+// for one step whose routes no person has reviewed yet; over it, a call is
+// still refused with STEP_NEEDS_PERSON but its proposal is not stored.
+const DefaultMaxShadowPerStep = 1000
+
 // limiters holds one token bucket per key id. It only ever holds keys that
 // authenticated, so it grows with the key table, not with hostile input.
 type limiters struct {
@@ -98,6 +103,31 @@ func (s *Service) checkPending(ctx context.Context, p ladder.Principal, ap ladde
 	}
 	return s.tooManyPending(n)
 }
+
+// shadowNotRecorded is the refusal of a call to a step in shadow whose
+// proposal the store did not keep (err): its key has the most unreviewed
+// shadow proposals of the step it may keep (ErrTooManyShadow), or a person
+// reviewed the item's route already (ErrRouteReviewed). Nothing runs either
+// way; only the comparison record is missing, which the log and
+// ShadowProposalsDropped count.
+func (s *Service) shadowNotRecorded(ctx context.Context, p ladder.Principal, rt ladder.Route, err error) error {
+	s.shadowDropped.Add(1)
+	data := map[string]any{"route_id": rt.ID, "lane": rt.Lane, "proposal_recorded": false}
+	why := "the route was reviewed already"
+	hint := fmt.Sprintf("%s is in shadow: a person does this work; do not act. Your proposal was not recorded: a person handled and reviewed this item already, so there is nothing left to compare it with", rt.Step)
+	if errors.Is(err, ladder.ErrTooManyShadow) {
+		why = "the key is at its cap of unreviewed shadow proposals for the step"
+		hint = fmt.Sprintf("%s is in shadow: a person does this work; do not act. Your proposal was not recorded: this key has %d unreviewed shadow proposals of this step, the most it may keep, and more are recorded only once people review the oldest ones", rt.Step, s.maxShadow)
+		data["max_shadow"] = s.maxShadow
+	}
+	s.log.WarnContext(ctx, "shadow proposal not recorded: "+why,
+		"workspace", p.Workspace, "key_id", p.KeyID, "queue", rt.Queue, "step", rt.Step, "route_id", rt.ID, "max_shadow", s.maxShadow)
+	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON", Hint: hint, Data: data}
+}
+
+// ShadowProposalsDropped counts the shadow proposals this process did not
+// store because their key was at its cap for the step (a metric reads it).
+func (s *Service) ShadowProposalsDropped() uint64 { return s.shadowDropped.Load() }
 
 // tooManyPending is the refusal of a call that would add one more pending
 // approval to the n its key has, at or over the cap.

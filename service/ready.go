@@ -357,3 +357,10 @@ func (o *observedStore) FinishCall(ctx context.Context, c ladder.Call, a ladder.
 	o.w.note(err)
 	return got, err
 }
+
+// UpdateCall implements ladder.Store.
+func (o *observedStore) UpdateCall(ctx context.Context, c ladder.Call, from ladder.CallStatus, a ladder.AuditEntry) (ladder.Call, error) {
+	got, err := o.Store.UpdateCall(ctx, c, from, a)
+	o.w.note(err)
+	return got, err
+}

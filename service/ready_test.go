@@ -83,14 +83,14 @@ func TestReadyFromCallersWrites(t *testing.T) {
 	st := &pingStore{ping: func(context.Context) error { return nil }}
 	s := newReadyService(t, st)
 	st.append = fmt.Errorf("append audit: %w: database or disk is full (13)", ladder.ErrUnavailable)
-	if _, err := s.Store().AppendAudit(t.Context()); err == nil {
+	if _, err := s.store.AppendAudit(t.Context()); err == nil {
 		t.Fatal("append: want the store's error")
 	}
 	if err := s.Ready(t.Context()); err == nil || !strings.Contains(err.(*ladder.Error).Message, "the disk is full") {
 		t.Errorf("Ready after a refused write: %v", err)
 	}
 	st.append = fmt.Errorf("%w: unique", ladder.ErrConflict)
-	_, _ = s.Store().AppendAudit(t.Context())
+	_, _ = s.store.AppendAudit(t.Context())
 	if err := s.Ready(t.Context()); err == nil {
 		t.Error("Ready after a conflict cleared a refused write")
 	}
@@ -98,7 +98,7 @@ func TestReadyFromCallersWrites(t *testing.T) {
 		t.Errorf("%d probes while a refused write answered", n)
 	}
 	st.append = nil
-	_, _ = s.Store().AppendAudit(t.Context())
+	_, _ = s.store.AppendAudit(t.Context())
 	if err := s.Ready(t.Context()); err != nil {
 		t.Errorf("Ready after a write succeeded: %v", err)
 	}
@@ -144,7 +144,7 @@ func BenchmarkObservedWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store, ctx := s.Store(), context.Background()
+	store, ctx := s.store, context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

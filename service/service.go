@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -48,6 +49,14 @@ type Options struct {
 	// MaxPendingPerKey caps the approvals one key may have pending; 0 means
 	// DefaultMaxPendingPerKey and a negative value turns the cap off.
 	MaxPendingPerKey int
+	// MaxShadowPerStep caps the unreviewed shadow proposals one key may have
+	// stored per step (server.max_shadow_proposals); 0 means
+	// DefaultMaxShadowPerStep and a negative value turns the cap off.
+	MaxShadowPerStep int
+	// CallMargin is how long past its executor's timeout a call may stay
+	// running before RecoverCalls marks its outcome unknown (0:
+	// DefaultCallMargin).
+	CallMargin time.Duration
 }
 
 // Service is the application. It is safe for concurrent use.
@@ -66,8 +75,15 @@ type Service struct {
 	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
 	limits      limiters
 	maxPending  int
+	maxShadow   int
+	// shadowDropped counts shadow proposals not stored at the cap.
+	shadowDropped atomic.Uint64
 	// writes remembers how durable writes have been going, for Ready.
 	writes *writePath
+	// calls are the calls this process runs and the results it holds
+	// until the store takes them; callMargin is RecoverCalls' margin.
+	calls      *callBook
+	callMargin time.Duration
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -93,6 +109,10 @@ func New(opts Options) (*Service, error) {
 	if s.maxPending == 0 {
 		s.maxPending = DefaultMaxPendingPerKey
 	}
+	s.maxShadow = opts.MaxShadowPerStep
+	if s.maxShadow == 0 {
+		s.maxShadow = DefaultMaxShadowPerStep
+	}
 	s.macs.New = func() any { return hmac.New(sha256.New, s.auditSecret) }
 	if s.now == nil {
 		s.now = time.Now
@@ -101,6 +121,10 @@ func New(opts Options) (*Service, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.writes = newWritePath(s.log)
+	s.calls, s.callMargin = newCallBook(), opts.CallMargin
+	if s.callMargin <= 0 {
+		s.callMargin = DefaultCallMargin
+	}
 	s.store = &observedStore{Store: s.store, w: s.writes}
 	for i := range opts.Workspaces {
 		w := &opts.Workspaces[i]
@@ -109,10 +133,6 @@ func New(opts Options) (*Service, error) {
 	}
 	return s, nil
 }
-
-// Store returns the service's store. Writes made through it count as
-// evidence for Ready.
-func (s *Service) Store() ladder.Store { return s.store }
 
 // Now returns the service clock's time.
 func (s *Service) Now() time.Time { return s.now() }

@@ -60,12 +60,14 @@ func deadline(a ladder.Approval) any {
 
 // CreateApproval stores a new approval, or returns the one with the same
 // idempotency key. A pending one is restamped with the store's clock and,
-// when a.MaxPending is set, counted against its key's cap inside the write:
-// the single writer makes the count and the insert one step.
+// when a.MaxPending is set, counted against its key's cap inside the write;
+// a shadow record of a step is counted against a.MaxShadow likewise: the
+// single writer makes the count and the insert one step.
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
 	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
-	maxPending := a.MaxPending
-	a.MaxPending = 0
+	maxPending, maxShadow := a.MaxPending, a.MaxShadow
+	a.MaxPending, a.MaxShadow = 0, 0
+	shadowStep := shadowStepOf(a)
 	var (
 		got     ladder.Approval
 		created bool
@@ -98,12 +100,40 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 				return fmt.Errorf("%s has %d approvals pending, at most %d: %w", b.RequestedBy, n, maxPending, ladder.ErrTooManyPending)
 			}
 		}
+		// A shadow record is open (counted against the cap) until a review
+		// names its route; one reviewed already starts closed.
+		var open any
+		if shadowStep != "" {
+			var reviewed bool
+			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = ?)`, b.RouteID).Scan(&reviewed); err != nil {
+				return err
+			}
+			switch {
+			case reviewed && maxShadow > 0:
+				// A person handled the item and reviewed its route: a
+				// proposal now compares with nothing, and a record that
+				// never counts must not be stored without bound.
+				return fmt.Errorf("route %s of %s: %w", b.RouteID, shadowStep, ladder.ErrRouteReviewed)
+			case !reviewed:
+				open = shadowStep
+			}
+			if maxShadow > 0 && !reviewed {
+				var n int
+				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND open_shadow = ?`,
+					b.Workspace, b.RequestedBy, shadowStep).Scan(&n); err != nil {
+					return err
+				}
+				if n >= maxShadow {
+					return fmt.Errorf("%s has %d unreviewed shadow proposals of %s, at most %d: %w", b.RequestedBy, n, shadowStep, maxShadow, ladder.ErrTooManyShadow)
+				}
+			}
+		}
 		doc, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
-		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), doc)
+		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), nullable(b.RouteID), open, doc)
 		if err != nil {
 			return err
 		}
@@ -120,6 +150,23 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		return ladder.Approval{}, false, fmt.Errorf("create approval: %w", err)
 	}
 	return got, created, nil
+}
+
+// shadowStepOf is the open_shadow value of a shadow record of a step,
+// "queue/step", or "" for any other approval: a record without a route can
+// never be reviewed, so it is neither open nor counted.
+func shadowStepOf(a ladder.Approval) string {
+	if a.Status != ladder.ApprovalShadow || a.Step == "" || a.RouteID == "" {
+		return ""
+	}
+	return a.Queue + "/" + a.Step
+}
+
+// closeShadow marks the shadow records of a route reviewed, so they no
+// longer count against their key's cap.
+func (w *wtx) closeShadow(routeID string) error {
+	_, err := w.exec(`UPDATE approvals SET open_shadow = NULL WHERE route_id = ? AND open_shadow IS NOT NULL`, routeID)
+	return err
 }
 
 // expireDue stores the expiry of an approval that is pending and past its
@@ -358,8 +405,9 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		if err != nil {
 			return err
 		}
-		if _, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, doc) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), doc); err != nil {
+		// started_at is the store's clock, which StaleCalls measures from.
+		if _, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), fmtTime(s.now()), doc); err != nil {
 			return err
 		}
 		recs, err := w.appendAudit(audit)
@@ -383,23 +431,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 
 // FinishCall stores a running call's outcome.
 func (s *Store) FinishCall(ctx context.Context, c ladder.Call, audit ladder.AuditEntry) (ladder.Call, error) {
-	err := s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		res, err := w.exec(`UPDATE calls SET status = ?, doc = ? WHERE id = ? AND workspace = ? AND status = ?`,
-			string(c.Status), doc, c.ID, c.Workspace, string(ladder.CallRunning))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("call %s is not running: %w", c.ID, ladder.ErrConflict)
-		}
-		_, err = w.appendAudit(audit)
-		return err
-	})
-	if err != nil {
+	if err := s.setCall(ctx, c, ladder.CallRunning, audit); err != nil {
 		return ladder.Call{}, fmt.Errorf("finish call: %w", err)
 	}
 	return c, nil

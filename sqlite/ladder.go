@@ -306,6 +306,10 @@ func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week, weekSt
 		fmtTime(rv.At), week, state.Epoch); err != nil {
 		return ladder.StepState{}, nil, err
 	}
+	// The route is reviewed: its shadow proposals leave their key's cap.
+	if err := w.closeShadow(rv.RouteID); err != nil {
+		return ladder.StepState{}, nil, err
+	}
 	c := rv.Counts()
 	if err := w.addToWeek(key, week, weekStart, state.Epoch, c, 1); err != nil {
 		return ladder.StepState{}, nil, err
@@ -686,6 +690,14 @@ func (w *wtx) importHistory(h ladder.History) error {
 	for _, o := range h.Outcomes {
 		if err := w.insertOutcome(o); err != nil {
 			return fmt.Errorf("outcome %s: %w", o.ID, err)
+		}
+	}
+	if len(h.Reviews) > 0 {
+		// Imported reviews close the shadow proposals of their routes, as
+		// recorded ones do; only open rows are looked at.
+		if _, err := w.exec(`UPDATE approvals SET open_shadow = NULL WHERE open_shadow IS NOT NULL
+			AND EXISTS (SELECT 1 FROM reviews r WHERE r.route_id = approvals.route_id)`); err != nil {
+			return fmt.Errorf("close reviewed shadow proposals: %w", err)
 		}
 	}
 	if _, err := w.appendAudit(h.Audit...); err != nil {

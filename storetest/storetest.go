@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 	}
 	tests = append(tests, gateTests...)
 	tests = append(tests, approvalTests...)
+	tests = append(tests, callTests...)
 	tests = append(tests, laneEpochTests...)
 	tests = append(tests, sessionTests...)
 	for _, tt := range tests {

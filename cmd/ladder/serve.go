@@ -38,6 +38,7 @@ type stack struct {
 
 func (s *stack) Close() error {
 	s.pool.Close()
+	s.svc.Close() // one last try to store the call results it holds
 	return s.store.Close()
 }
 
@@ -103,6 +104,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		return err
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
+	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)
@@ -124,6 +126,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go expireLoop(ctx, st)
+	go recoverLoop(ctx, st)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -219,6 +222,27 @@ func expireLoop(ctx context.Context, st *stack) {
 			if _, err := st.svc.DeleteExpiredSessions(ctx); err != nil {
 				st.log.Warn("delete expired console sessions", "err", err)
 			}
+		}
+	}
+}
+
+// recoverLoop runs the call sweep at start and once a minute: calls left
+// running past their executor's timeout plus the margin are marked
+// unknown, and approvals left executing are settled from their calls (see
+// service.RecoverCalls).
+func recoverLoop(ctx context.Context, st *stack) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		if r, err := st.svc.RecoverCalls(ctx); err != nil {
+			st.log.Warn("recover calls", "err", err)
+		} else if r.MarkedUnknown > 0 || r.ApprovalsSettled > 0 {
+			st.log.Info("recovered calls", "marked_unknown", r.MarkedUnknown, "approvals_settled", r.ApprovalsSettled)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

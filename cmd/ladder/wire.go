@@ -29,7 +29,8 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
 	}
 	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
-		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst})
+		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
+		MaxShadowPerStep: cfg.Server.MaxShadowProposals})
 	if err != nil {
 		return nil, err
 	}

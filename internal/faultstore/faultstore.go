@@ -34,6 +34,7 @@ type Store struct {
 	readErr  error         // reads fail with it
 	unseen   error         // writes but Ping's probe fail with it
 	hang     chan struct{} // non-nil: every call waits until it is closed or ctx ends
+	next1    map[string][]methodFault
 	refusedW atomic.Int64
 	refusedR atomic.Int64
 	passedW  atomic.Int64
@@ -95,6 +96,63 @@ func (s *Store) Hang() (release func()) {
 			close(ch)
 		})
 	}
+}
+
+// methodFault is one queued failure of one method (FailNext).
+type methodFault struct {
+	err         error
+	afterCommit bool
+}
+
+// FailNext makes the next n calls of the named method ("FinishCall",
+// "UpdateCall", "UpdateApproval") fail with err, before they reach the
+// wrapped store; the faults queue behind any set already.
+func (s *Store) FailNext(method string, n int, err error) { s.queue(method, n, err, false) }
+
+// FailNextAfterCommit is FailNext for a connection that drops after the
+// COMMIT: each call reaches the wrapped store, which stores it, and then
+// fails with err, so the caller cannot tell that it happened.
+func (s *Store) FailNextAfterCommit(method string, n int, err error) { s.queue(method, n, err, true) }
+
+func (s *Store) queue(method string, n int, err error, afterCommit bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next1 == nil {
+		s.next1 = map[string][]methodFault{}
+	}
+	for range n {
+		s.next1[method] = append(s.next1[method], methodFault{err: err, afterCommit: afterCommit})
+	}
+}
+
+// take pops the next queued fault of method, if any.
+func (s *Store) take(method string) (methodFault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.next1[method]
+	if len(q) == 0 {
+		return methodFault{}, false
+	}
+	s.next1[method] = q[1:]
+	return q[0], true
+}
+
+// faulted runs do, the wrapped store's method, under the next queued fault
+// of method.
+func faulted[T any](s *Store, method string, do func() (T, error)) (T, error) {
+	f, ok := s.take(method)
+	if !ok {
+		return do()
+	}
+	var zero T
+	if !f.afterCommit {
+		s.refusedW.Add(1)
+		return zero, f.err
+	}
+	if _, err := do(); err != nil {
+		return zero, err
+	}
+	return zero, f.err
 }
 
 // RefusedWrites returns how many writes the fault refused.
@@ -394,7 +452,7 @@ func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladd
 	if err := s.write(ctx); err != nil {
 		return ladder.Approval{}, err
 	}
-	return s.next.UpdateApproval(ctx, a, from, e)
+	return faulted(s, "UpdateApproval", func() (ladder.Approval, error) { return s.next.UpdateApproval(ctx, a, from, e) })
 }
 
 // BeginCall implements ladder.Store.
@@ -410,7 +468,23 @@ func (s *Store) FinishCall(ctx context.Context, c ladder.Call, a ladder.AuditEnt
 	if err := s.write(ctx); err != nil {
 		return ladder.Call{}, err
 	}
-	return s.next.FinishCall(ctx, c, a)
+	return faulted(s, "FinishCall", func() (ladder.Call, error) { return s.next.FinishCall(ctx, c, a) })
+}
+
+// UpdateCall implements ladder.Store.
+func (s *Store) UpdateCall(ctx context.Context, c ladder.Call, from ladder.CallStatus, a ladder.AuditEntry) (ladder.Call, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.Call{}, err
+	}
+	return faulted(s, "UpdateCall", func() (ladder.Call, error) { return s.next.UpdateCall(ctx, c, from, a) })
+}
+
+// StaleCalls implements ladder.Store.
+func (s *Store) StaleCalls(ctx context.Context, minAge time.Duration, afterSeq int64, limit int) ([]ladder.Call, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.StaleCalls(ctx, minAge, afterSeq, limit)
 }
 
 // GetCall implements ladder.Store.

@@ -38,6 +38,18 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
+// ShadowProposalsDropped registers ladder_shadow_proposals_dropped_total on
+// reg, read from dropped: calls to a step in shadow refused with
+// STEP_NEEDS_PERSON whose proposal was not stored because the key had
+// server.max_shadow_proposals unreviewed ones for the step. A nil reg
+// registers nothing.
+func ShadowProposalsDropped(reg prometheus.Registerer, dropped func() uint64) {
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ladder_shadow_proposals_dropped_total",
+		Help: "Shadow proposals not stored because their key was at server.max_shadow_proposals unreviewed ones for the step (the call was refused STEP_NEEDS_PERSON either way).",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 // ToolDefinitionChanges returns the counter
 // ladder_tool_definition_changes_total{workspace, capability, change} of reg,
 // registering it on first use. A nil reg gets an unregistered counter.
@@ -67,4 +79,14 @@ func UpstreamObserver(reg prometheus.Registerer) func(executor, capability, outc
 		calls.WithLabelValues(executor, capability, outcome).Inc()
 		secs.WithLabelValues(executor, capability).Observe(d.Seconds())
 	}
+}
+
+// ResultsWaiting registers the gauge ladder_call_results_waiting on reg,
+// read from waiting: results of calls that ran which the store has not
+// taken yet, held in memory and retried. A nil reg registers nothing.
+func ResultsWaiting(reg prometheus.Registerer, waiting func() int) {
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ladder_call_results_waiting",
+		Help: "Results of calls that ran, held in memory because the store refused them, retried until it takes them (a replay on this replica answers from them).",
+	}, func() float64 { return float64(waiting()) }))
 }

@@ -92,6 +92,9 @@ type Options struct {
 	RateBurst     int
 	// MaxPendingPerKey caps pending approvals per key (0: the default).
 	MaxPendingPerKey int
+	// MaxShadowPerStep caps unreviewed shadow proposals per key and step
+	// (0: the default).
+	MaxShadowPerStep int
 	// MaxInFlight caps concurrent requests (0: the default).
 	MaxInFlight int
 	// MaxInFlightPerKey, MaxInFlightPerAddress and BodyTimeout set the
@@ -164,7 +167,8 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		runner = opts.Runner
 	}
 	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
-		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL})
+		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL,
+		MaxShadowPerStep: opts.MaxShadowPerStep})
 	if err != nil {
 		t.Fatal(err)
 	}
