@@ -24,6 +24,7 @@ var approvalTests = []struct {
 	{"CallIdempotent", testCallIdempotent},
 	{"ApprovalDeadlineByStoreClock", testApprovalDeadline},
 	{"ApprovalPendingCap", testApprovalPendingCap},
+	{"ApprovalShadowCap", testApprovalShadowCap},
 }
 
 func approval(id, ws, key string) ladder.Approval {
@@ -275,6 +276,106 @@ func testApprovalDeadline(t *testing.T, s ladder.Store) {
 		t.Errorf("%d expiry audit records, want 4", expiries)
 	}
 	wantAuditKinds(t, s, map[string]int{ladder.AuditApproval: 5 + 1 + 4})
+}
+
+// testApprovalShadowCap: concurrent shadow records of one key and step
+// leave exactly the cap stored; a repeat of a stored one still answers at
+// the cap; another key and another step of the key are not counted; a
+// review of a route frees the places of its records, and a record for a
+// route reviewed already is not stored; a cap of 0 stores everything.
+func testApprovalShadowCap(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	const maxShadow, callers = 10, 40
+	routes := setupRoutes(t, s, ladder.LaneShadow, 12)
+	shadow := func(id, key string, rt ladder.Route) ladder.Approval {
+		a := approval(id, wsA, key)
+		a.Kind, a.Status, a.ExpiresAt = ladder.ApprovalShadowRec, ladder.ApprovalShadow, time.Time{}
+		a.RouteID, a.Queue, a.Step, a.Item = rt.ID, rt.Queue, rt.Step, rt.Item
+		a.MaxShadow = maxShadow
+		return a
+	}
+	create := func(a ladder.Approval) (ladder.Approval, bool, error) {
+		return s.CreateApproval(ctx, a, entry(t, a.Workspace, ladder.AuditApproval, a.ID, t0, nil))
+	}
+	// An agent repeating one item with fresh idempotency keys: every
+	// record names route 0.
+	first, _ := must2(create(shadow("ap_sh_first", "idem-sh-first", routes[0])))
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			_, ok, err := create(shadow(fmt.Sprintf("ap_sh_%d", i), "", routes[0]))
+			switch {
+			case errors.Is(err, ladder.ErrTooManyShadow):
+				refused.Add(1)
+			case err != nil:
+				t.Errorf("CreateApproval ap_sh_%d: %v", i, err)
+			case ok:
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if created.Load() != maxShadow-1 || refused.Load() != callers-maxShadow+1 {
+		t.Fatalf("%d created and %d refused; want %d and %d", created.Load(), refused.Load(), maxShadow-1, callers-maxShadow+1)
+	}
+	stored := func() int {
+		return len(must(s.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: wsA, Status: ladder.ApprovalShadow, RequestedBy: "k_agent", Limit: 500})))
+	}
+	if n := stored(); n != maxShadow {
+		t.Fatalf("%d shadow records stored, want the cap, %d", n, maxShadow)
+	}
+	// At the cap, a repeat answers with its record.
+	if again, ok := must2(create(shadow("ap_sh_again", "idem-sh-first", routes[0]))); ok || again.ID != first.ID {
+		t.Errorf("a repeat at the cap: %s created %v, want %s", again.ID, ok, first.ID)
+	}
+	// Another key, another step of this key, and pending approvals are
+	// counted apart.
+	other := shadow("ap_sh_other_key", "", routes[1])
+	other.RequestedBy = "k_other"
+	must2(create(other))
+	otherStep := shadow("ap_sh_other_step", "", routes[1])
+	otherStep.Step = "other_step"
+	must2(create(otherStep))
+	pending := approval("ap_sh_pending", wsA, "")
+	pending.MaxPending = maxShadow
+	must2(create(pending))
+
+	// The review of route 0 frees all its records' places.
+	must2(s.RecordReview(ctx, review(t, "rv_sh_0", routes[0], t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)))
+	for i := 1; i <= maxShadow; i++ {
+		must2(create(shadow(fmt.Sprintf("ap_sh_after_%d", i), "", routes[i])))
+	}
+	_, _, err := create(shadow("ap_sh_over", "", routes[11]))
+	wantErr(t, "one over the cap after a review", err, ladder.ErrTooManyShadow)
+	// The review of route 1 frees one place (its record of another step
+	// and of another key had none here).
+	must2(s.RecordReview(ctx, review(t, "rv_sh_1", routes[1], t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)))
+	must2(create(shadow("ap_sh_freed", "", routes[11])))
+	_, _, err = create(shadow("ap_sh_over2", "", routes[11]))
+	wantErr(t, "one over the cap after the freed place", err, ladder.ErrTooManyShadow)
+	// A route reviewed already takes no record, at the cap or not.
+	k2 := shadow("ap_sh_reviewed", "", routes[0])
+	k2.RequestedBy = "k_second"
+	_, _, err = create(k2)
+	wantErr(t, "a record for a reviewed route", err, ladder.ErrRouteReviewed)
+	// An adjudication is a review too; it closes nothing twice.
+	adj := review(t, "rv_sh_adj", routes[2], t0.Add(time.Hour), ladder.ReviewShadow, ladder.VerdictDisagree, keep)
+	adj.Review.Adjudication = true
+	must2(s.RecordReview(ctx, adj))
+	must2(create(shadow("ap_sh_after_adj", "", routes[11])))
+	// Without a cap, records are stored as before.
+	uncapped := shadow("ap_sh_uncapped", "", routes[11])
+	uncapped.MaxShadow = 0
+	if _, ok := must2(create(uncapped)); !ok {
+		t.Error("an uncapped record was not stored")
+	}
+	// The cap of route 0's, the cap after its review, and four more: the
+	// freed place, the one after the adjudication, the uncapped one and
+	// the other step's.
+	if n, want := stored(), 2*maxShadow+4; n != want {
+		t.Errorf("%d shadow records stored, want %d", n, want)
+	}
 }
 
 // testApprovalPendingCap: concurrent requests of one key leave exactly the

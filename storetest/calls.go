@@ -91,12 +91,10 @@ func testCallCompareAndSet(t *testing.T, s ladder.Store) {
 		c := beginCall(t, s, fmt.Sprintf("cl_race_%d", i), "")
 		var wg sync.WaitGroup
 		var finErr, markErr error
-		wg.Go(func() {
-			_, finErr = s.FinishCall(ctx, withStatus(c, ladder.CallOK), result(t, withStatus(c, ladder.CallOK)))
-		})
-		wg.Go(func() {
-			_, markErr = s.UpdateCall(ctx, withStatus(c, ladder.CallUnknown), ladder.CallRunning, result(t, withStatus(c, ladder.CallUnknown)))
-		})
+		fin, mark := withStatus(c, ladder.CallOK), withStatus(c, ladder.CallUnknown)
+		finAudit, markAudit := result(t, fin), result(t, mark) // on the test goroutine: entry may stop the test
+		wg.Go(func() { _, finErr = s.FinishCall(ctx, fin, finAudit) })
+		wg.Go(func() { _, markErr = s.UpdateCall(ctx, mark, ladder.CallRunning, markAudit) })
 		wg.Wait()
 		got := must(s.GetCall(ctx, wsA, c.ID))
 		switch {
