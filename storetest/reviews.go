@@ -473,4 +473,3 @@ func testOutcomes(t *testing.T, s ladder.Store) {
 	}
 	wantAuditKinds(t, s, map[string]int{ladder.AuditOutcome: 13})
 }
-
