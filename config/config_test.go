@@ -220,7 +220,8 @@ func TestServerDefaults(t *testing.T) {
 	}
 	s := c.Server
 	if s.Listen != DefaultListen || s.PublicURL != "http://"+DefaultListen || s.ApprovalTTL != 72*time.Hour ||
-		s.AuditSecretEnv != "LADDER_AUDIT_SECRET" || s.RatePerSecond != DefaultRatePerSecond || s.RateBurst != DefaultRateBurst {
+		s.AuditSecretEnv != "LADDER_AUDIT_SECRET" || s.RatePerSecond != DefaultRatePerSecond || s.RateBurst != DefaultRateBurst ||
+		s.MaxShadowProposals != DefaultMaxShadowProposals {
 		t.Errorf("defaults = %+v", s)
 	}
 }

@@ -222,7 +222,7 @@ func (s *Service) recordResult(ctx context.Context, actor string, call ladder.Ca
 	}
 	held, start := s.calls.hold(w)
 	if !held {
-		s.log.ErrorContext(ctx, "record call result: the store refused it and no more results can be held in memory; the call will be marked unknown",
+		s.log.ErrorContext(ctx, "record call result: the store refused it and it cannot be held (memory cap reached, or shutting down); the call will be marked unknown",
 			"call_id", call.ID, "capability", call.Capability, "err", err)
 		return
 	}

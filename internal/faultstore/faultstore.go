@@ -1,5 +1,6 @@
 // Package faultstore wraps a ladder.Store and makes it fail on command: the
-// store going away, turning read-only, running out of space, or hanging.
+// store going away, turning read-only, running out of space, or hanging;
+// or one method failing its next few calls, before or after they commit.
 // Tests use it to prove that ladder refuses with AUDIT_UNAVAILABLE, runs
 // nothing, reports not ready, and resumes by itself when the fault clears.
 package faultstore
@@ -98,15 +99,31 @@ func (s *Store) Hang() (release func()) {
 	}
 }
 
-// methodFault is one queued failure of one method (FailNext).
+// methodFault is one queued failure of one method (FailNext), or a call
+// let through (PassNext, err nil).
 type methodFault struct {
 	err         error
 	afterCommit bool
+	sticky      bool // stays at the head of the queue (FailNext with n < 0)
+}
+
+// PassNext lets the next n calls of the named method through before the
+// faults queued after it: to fail the second UpdateApproval of an
+// approval, not the first.
+func (s *Store) PassNext(method string, n int) { s.queue(method, n, nil, false) }
+
+// ClearNext drops every fault FailNext, FailNextAfterCommit and PassNext
+// queued.
+func (s *Store) ClearNext() {
+	s.mu.Lock()
+	s.next1 = nil
+	s.mu.Unlock()
 }
 
 // FailNext makes the next n calls of the named method ("FinishCall",
 // "UpdateCall", "UpdateApproval") fail with err, before they reach the
-// wrapped store; the faults queue behind any set already.
+// wrapped store; the faults queue behind any set already. A negative n
+// fails every call from then on, until ClearNext.
 func (s *Store) FailNext(method string, n int, err error) { s.queue(method, n, err, false) }
 
 // FailNextAfterCommit is FailNext for a connection that drops after the
@@ -120,8 +137,12 @@ func (s *Store) queue(method string, n int, err error, afterCommit bool) {
 	if s.next1 == nil {
 		s.next1 = map[string][]methodFault{}
 	}
+	f := methodFault{err: err, afterCommit: afterCommit, sticky: n < 0}
+	if n < 0 {
+		n = 1
+	}
 	for range n {
-		s.next1[method] = append(s.next1[method], methodFault{err: err, afterCommit: afterCommit})
+		s.next1[method] = append(s.next1[method], f)
 	}
 }
 
@@ -133,7 +154,9 @@ func (s *Store) take(method string) (methodFault, bool) {
 	if len(q) == 0 {
 		return methodFault{}, false
 	}
-	s.next1[method] = q[1:]
+	if !q[0].sticky {
+		s.next1[method] = q[1:]
+	}
 	return q[0], true
 }
 
@@ -141,7 +164,7 @@ func (s *Store) take(method string) (methodFault, bool) {
 // of method.
 func faulted[T any](s *Store, method string, do func() (T, error)) (T, error) {
 	f, ok := s.take(method)
-	if !ok {
+	if !ok || f.err == nil {
 		return do()
 	}
 	var zero T

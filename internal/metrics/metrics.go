@@ -40,13 +40,13 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 
 // ShadowProposalsDropped registers ladder_shadow_proposals_dropped_total on
 // reg, read from dropped: calls to a step in shadow refused with
-// STEP_NEEDS_PERSON whose proposal was not stored because the key had
-// server.max_shadow_proposals unreviewed ones for the step. A nil reg
-// registers nothing.
+// STEP_NEEDS_PERSON whose proposal was not stored, because the key had
+// server.max_shadow_proposals unreviewed ones for the step or the item's
+// route was reviewed already. A nil reg registers nothing.
 func ShadowProposalsDropped(reg prometheus.Registerer, dropped func() uint64) {
 	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "ladder_shadow_proposals_dropped_total",
-		Help: "Shadow proposals not stored because their key was at server.max_shadow_proposals unreviewed ones for the step (the call was refused STEP_NEEDS_PERSON either way).",
+		Help: "Shadow proposals not stored because their key was at server.max_shadow_proposals unreviewed ones for the step, or their item's route was reviewed already (the call was refused STEP_NEEDS_PERSON either way).",
 	}, func() float64 { return float64(dropped()) }))
 }
 

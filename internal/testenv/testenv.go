@@ -116,6 +116,9 @@ type Options struct {
 	// Runner, when set, executes capability calls instead of the pool over
 	// the demo upstream.
 	Runner service.Runner
+	// CallMargin is how long past its executor's timeout a call may stay
+	// running before Svc.RecoverCalls marks it unknown (0: the default).
+	CallMargin time.Duration
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -168,10 +171,11 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	}
 	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
 		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL,
-		MaxShadowPerStep: opts.MaxShadowPerStep})
+		MaxShadowPerStep: opts.MaxShadowPerStep, CallMargin: opts.CallMargin})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { svc.Close() }) // before the store closes
 	if err := st.EnsureSteps(context.Background(), svc.InitialStates()); err != nil {
 		t.Fatal(err)
 	}
