@@ -44,7 +44,8 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 		}
 		tw.Flush()
 		if page.NextCursor != "" {
-			fmt.Fprintf(e.stdout, "\nMore: ladder approvals list --cursor %s\n", page.NextCursor)
+			// The next page is of the same list: repeat the filter and size.
+			fmt.Fprintf(e.stdout, "\nMore: ladder approvals list --status %q --limit %d --cursor %s\n", *status, *limit, page.NextCursor)
 		}
 		return nil
 	case "approve", "reject", "retry":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,6 +27,20 @@ func TestApprovalsCLI(t *testing.T) {
 	out, _, err := runCLI(t, human, "approvals", "list")
 	if err != nil || !strings.Contains(out, first.ApprovalID) || !strings.Contains(out, second.ApprovalID) {
 		t.Fatalf("list: %v\n%s", err, out)
+	}
+	// A page of one says how to get the next page of the same list.
+	out, _, err = runCLI(t, human, "approvals", "list", "--status", "pending", "--limit", "1")
+	if err != nil || !strings.Contains(out, second.ApprovalID) || !strings.Contains(out, `More: ladder approvals list --status "pending" --limit 1 --cursor `) {
+		t.Fatalf("first page: %v\n%s", err, out)
+	}
+	next := strings.Fields(out[strings.Index(out, "More: ")+len("More: "):])
+	for i, f := range next { // as a shell would read it
+		if u, err := strconv.Unquote(f); err == nil {
+			next[i] = u
+		}
+	}
+	if out, _, err = runCLI(t, human, next[1:]...); err != nil || !strings.Contains(out, first.ApprovalID) || strings.Contains(out, second.ApprovalID) {
+		t.Fatalf("the page the More line names: %v (%q)\n%s", err, next, out)
 	}
 	out, _, err = runCLI(t, human, "approvals", "approve", first.ApprovalID)
 	if err != nil || !strings.Contains(out, "it ran") || !strings.Contains(out, `"approved":true`) {
