@@ -74,37 +74,6 @@ func rateLimited(seconds int, msg string) *ladder.Error {
 		Data: map[string]any{"retry_after_seconds": seconds}}
 }
 
-// checkPending refuses early a call that would add one more pending
-// approval for a key that already has maxPending waiting. A retry of a
-// call whose approval is already pending (same capability and idempotency
-// key) passes: the store answers it with the existing approval. The store
-// holds the cap (Approval.MaxPending): this only saves work when the key
-// is plainly at it.
-func (s *Service) checkPending(ctx context.Context, p ladder.Principal, ap ladder.Approval) error {
-	if s.maxPending <= 0 {
-		return nil
-	}
-	list, err := s.store.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: p.Workspace, Status: ladder.ApprovalPending, RequestedBy: p.KeyID, Limit: s.maxPending + 1})
-	if err != nil {
-		return storeErr("count pending approvals", err)
-	}
-	now := s.now()
-	n := 0
-	for _, a := range list {
-		if a.EffectiveStatus(now) != ladder.ApprovalPending {
-			continue
-		}
-		if ap.IdempotencyKey != "" && a.IdempotencyKey == ap.IdempotencyKey && a.Capability == ap.Capability {
-			return nil
-		}
-		n++
-	}
-	if n < s.maxPending {
-		return nil
-	}
-	return s.tooManyPending(n)
-}
-
 // shadowNotRecorded is the refusal of a call to a step in shadow whose
 // proposal the store did not keep (err): its key has the most unreviewed
 // shadow proposals of the step it may keep (ErrTooManyShadow), or a person
