@@ -163,3 +163,24 @@ func mustDo(t *testing.T, e *testenv.Env, status int, method, path, key string, 
 	}
 	return r
 }
+
+// TestApprovalShowsTheStepsLaneNow: a proposal whose step was pinned to
+// human_only after it was made shows the lane now to the approver, over
+// REST, one approval and the list alike.
+func TestApprovalShowsTheStepsLaneNow(t *testing.T) {
+	e := testenv.Start(t, "")
+	agent, human := e.Keys["vantrow-bills/agent"], e.Keys["vantrow-bills/human"]
+	prop := mustDo(t, e, 202, "POST", "/v1/capabilities/rates:approveRate/call", agent, map[string]any{"bill_id": "B-1", "linehaul_usd": 1850, "fuel_surcharge_usd": 212.5})
+	id := prop.Body["approval_id"].(string)
+	if v := mustDo(t, e, 200, "GET", "/v1/approvals/"+id, human, nil); v.Body["step_lane"] != "propose" {
+		t.Fatalf("before the pin: %s", v.Raw)
+	}
+	mustDo(t, e, 200, "POST", "/v1/steps/bills/rate_check/pin", human, map[string]any{"lane": "human_only", "reason": "rate dispute"})
+	if v := mustDo(t, e, 200, "GET", "/v1/approvals/"+id, human, nil); v.Body["step_lane"] != "human_only" || v.Body["status"] != "pending" {
+		t.Fatalf("after the pin: %s", v.Raw)
+	}
+	list := mustDo(t, e, 200, "GET", "/v1/approvals?status=pending", human, nil).Body["approvals"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["step_lane"] != "human_only" {
+		t.Fatalf("list after the pin: %v", list)
+	}
+}

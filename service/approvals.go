@@ -19,6 +19,34 @@ import (
 type ApprovalView struct {
 	ladder.Approval
 	Status ladder.ApprovalStatus `json:"status"`
+	// StepLane is, for a proposal of a step-tied call, the step's lane now.
+	// A proposal is made in propose; when the step has moved since (pinned
+	// to human_only, say), the approver sees it here. The rule: approving
+	// still runs the call once, as the person decides; the new lane governs
+	// only what the agent does next.
+	StepLane ladder.Lane `json:"step_lane,omitempty"`
+}
+
+// withStepLanes fills StepLane of each step-tied proposal, reading each
+// step's state once. A step whose state cannot be read is left out: the
+// lane is information for the approver, not a condition.
+func (s *Service) withStepLanes(ctx context.Context, workspace string, vs []ApprovalView) {
+	lanes := map[string]ladder.Lane{}
+	for i := range vs {
+		a := vs[i].Approval
+		if a.Kind != ladder.ApprovalProposal || a.Step == "" {
+			continue
+		}
+		k := a.Queue + "/" + a.Step
+		lane, ok := lanes[k]
+		if !ok {
+			if st, err := s.store.GetStepState(ctx, ladder.StepKey{Workspace: workspace, Queue: a.Queue, Step: a.Step}); err == nil {
+				lane = st.Lane
+			}
+			lanes[k] = lane
+		}
+		vs[i].StepLane = lane
+	}
 }
 
 func (s *Service) view(a ladder.Approval) ApprovalView {
@@ -81,6 +109,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 		for _, a := range rows {
 			if b.full() {
 				page.NextCursor = approvalCursor.encode(last)
+				s.withStepLanes(ctx, p.Workspace, page.Approvals)
 				return page, nil
 			}
 			n := approvalBytes(a)
@@ -93,6 +122,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 			last = a.Seq
 		}
 		if len(rows) < q.Limit {
+			s.withStepLanes(ctx, p.Workspace, page.Approvals)
 			return page, nil
 		}
 		q.BeforeSeq = rows[len(rows)-1].Seq
@@ -115,7 +145,9 @@ func (s *Service) ApprovalStatus(ctx context.Context, p ladder.Principal, id str
 	if err != nil {
 		return ApprovalView{}, storeErr("get approval", err)
 	}
-	return s.view(a), nil
+	vs := []ApprovalView{s.view(a)}
+	s.withStepLanes(ctx, p.Workspace, vs)
+	return vs[0], nil
 }
 
 // DecideRequest is a person's decision on an approval.
