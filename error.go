@@ -3,7 +3,6 @@ package ladder
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 )
 
@@ -54,7 +53,9 @@ const (
 )
 
 // JSON-RPC error codes of the MCP surface (seed 004). The 2026-07-28 MCP
-// spec calls -32000..-32019 legacy; the seed contract keeps them.
+// spec calls -32000..-32019 legacy; the seed contract keeps them. Which
+// refusal answers with which is package mcp's table (mcp.RPCCode); the
+// numbers are here because the client reads them too.
 const (
 	RPCAuthFailed    = -32001 // authentication failure
 	RPCRefused       = -32000 // any other refusal
@@ -67,55 +68,55 @@ const (
 	RPCUnsupportedProtocolVersion = -32022
 )
 
-// CodeInfo is one row of the table that maps a refusal name to its HTTP
-// status and JSON-RPC code, with a one-line meaning for the reference.
+// CodeInfo is one row of the refusal table: a name and a one-line meaning
+// for the reference. How each surface answers a refusal is the surface's
+// table: the HTTP status in package http, the JSON-RPC code in package mcp
+// (each with a test that every name here has a row).
 type CodeInfo struct {
-	Code       Code
-	HTTPStatus int
-	RPCCode    int
-	Meaning    string
+	Code    Code
+	Meaning string
 }
 
-// codeTable is the one table every surface reads.
+// codeTable is the one list of refusal names every surface reads.
 var codeTable = []CodeInfo{
-	{CodeKeyMissing, http.StatusUnauthorized, RPCAuthFailed, "no bearer key was sent"},
-	{CodeKeyInvalid, http.StatusUnauthorized, RPCAuthFailed, "the key is unknown, revoked or expired"},
-	{CodeHumanKeyRefused, http.StatusForbidden, RPCRefused, "a human key was used on the agent surface"},
-	{CodeAgentKeyRefused, http.StatusForbidden, RPCRefused, "an agent key was used where a person must act"},
-	{CodeKeyKindRefused, http.StatusForbidden, RPCRefused, "this key's kind may not do this"},
-	{CodeWorkspaceRefused, http.StatusForbidden, RPCRefused, "the object or scope is not this key's workspace"},
-	{CodeUnknownCapability, http.StatusNotFound, RPCInvalidParams, "no capability or tool of that name in this workspace"},
-	{CodeCapabilityNotServed, http.StatusNotFound, RPCInvalidParams, "the capability is declared but not served yet"},
-	{CodeStepNotFound, http.StatusNotFound, RPCInvalidParams, "no step of that id or name in this workspace"},
-	{CodeRouteNotFound, http.StatusNotFound, RPCInvalidParams, "no route of that id in this workspace"},
-	{CodeApprovalNotFound, http.StatusNotFound, RPCInvalidParams, "no approval of that id in this workspace"},
-	{CodeNotFound, http.StatusNotFound, RPCInvalidParams, "no such object in this workspace"},
-	{CodeInvalidArgument, http.StatusBadRequest, RPCInvalidParams, "a field is missing or has the wrong value"},
-	{CodeInvalidJSON, http.StatusBadRequest, RPCParseError, "the body is not valid strict JSON"},
-	{CodeBadCursor, http.StatusBadRequest, RPCInvalidParams, "the page cursor is not one this server issued"},
-	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, RPCRefused, "the body is over 1 MiB"},
-	{CodeBodyTimeout, http.StatusRequestTimeout, RPCRefused, "the body did not arrive within the body timeout (10 s by default); nothing was done"},
-	{CodeUnsupportedMedia, http.StatusUnsupportedMediaType, RPCRefused, "the body's Content-Type is not JSON; send Content-Type: application/json"},
-	{CodeConflict, http.StatusConflict, RPCRefused, "the object changed; reload and try again"},
-	{CodeIdempotencyKeyUsed, http.StatusConflict, RPCInvalidParams, "the idempotency_key was used before with another payload or scope"},
-	{CodeAlreadyReviewed, http.StatusConflict, RPCRefused, "the route was reviewed already; mark an adjudication to override"},
-	{CodeApprovalClosed, http.StatusConflict, RPCRefused, "the approval was decided already"},
-	{CodeApprovalExpired, http.StatusGone, RPCRefused, "the approval expired before a person decided"},
-	{CodeStepNeedsPerson, http.StatusForbidden, RPCRefused, "the step's lane leaves this work to a person"},
-	{CodeGateHeld, http.StatusForbidden, RPCRefused, "the evidence gate did not return PASS"},
-	{CodeUnknownCase, http.StatusNotFound, RPCInvalidParams, "no gate case of that id"},
-	{CodeUnknownFunction, http.StatusNotFound, RPCInvalidParams, "no precondition function of that name in the case"},
-	{CodeBypassToHuman, http.StatusForbidden, RPCRefused, "a person must decide this commit; evidence cannot authorize it"},
-	{CodeEvidenceInvalid, http.StatusBadRequest, RPCInvalidParams, "the evidence does not match the function's schema"},
-	{CodeRateLimited, http.StatusTooManyRequests, RPCRefused, "too many requests for this key, or too many at once for this key or (without a key) this address; retry after the given time"},
-	{CodeOverloaded, http.StatusServiceUnavailable, RPCRefused, "the server is at its concurrency cap; retry shortly"},
-	{CodeOriginRefused, http.StatusForbidden, RPCRefused, "the Origin header is not allowed"},
-	{CodeUnsupportedProtocol, http.StatusBadRequest, RPCUnsupportedProtocolVersion, "the MCP-Protocol-Version header names a version this server does not speak; data.supported lists those it does"},
-	{CodeAuditUnavailable, http.StatusServiceUnavailable, RPCRefused, "the audit log cannot be written, so nothing runs"},
-	{CodeUpstreamTimeout, http.StatusGatewayTimeout, RPCRefused, "the upstream did not answer in time"},
-	{CodeUpstreamFailed, http.StatusBadGateway, RPCRefused, "the upstream answered with a failure"},
-	{CodeOutcomeUnknown, http.StatusConflict, RPCRefused, "the call with this idempotency_key began, but the server running it stopped before its result was stored: it may or may not have run upstream, and ladder will not run it again under this key; check the upstream system"},
-	{CodeInternal, http.StatusInternalServerError, RPCInternal, "an internal error; the log has details"},
+	{CodeKeyMissing, "no bearer key was sent"},
+	{CodeKeyInvalid, "the key is unknown, revoked or expired"},
+	{CodeHumanKeyRefused, "a human key was used on the agent surface"},
+	{CodeAgentKeyRefused, "an agent key was used where a person must act"},
+	{CodeKeyKindRefused, "this key's kind may not do this"},
+	{CodeWorkspaceRefused, "the object or scope is not this key's workspace"},
+	{CodeUnknownCapability, "no capability or tool of that name in this workspace"},
+	{CodeCapabilityNotServed, "the capability is declared but not served yet"},
+	{CodeStepNotFound, "no step of that id or name in this workspace"},
+	{CodeRouteNotFound, "no route of that id in this workspace"},
+	{CodeApprovalNotFound, "no approval of that id in this workspace"},
+	{CodeNotFound, "no such object in this workspace"},
+	{CodeInvalidArgument, "a field is missing or has the wrong value"},
+	{CodeInvalidJSON, "the body is not valid strict JSON"},
+	{CodeBadCursor, "the page cursor is not one this server issued"},
+	{CodeBodyTooLarge, "the body is over 1 MiB"},
+	{CodeBodyTimeout, "the body did not arrive within the body timeout (10 s by default); nothing was done"},
+	{CodeUnsupportedMedia, "the body's Content-Type is not JSON; send Content-Type: application/json"},
+	{CodeConflict, "the object changed; reload and try again"},
+	{CodeIdempotencyKeyUsed, "the idempotency_key was used before with another payload or scope"},
+	{CodeAlreadyReviewed, "the route was reviewed already; mark an adjudication to override"},
+	{CodeApprovalClosed, "the approval was decided already"},
+	{CodeApprovalExpired, "the approval expired before a person decided"},
+	{CodeStepNeedsPerson, "the step's lane leaves this work to a person"},
+	{CodeGateHeld, "the evidence gate did not return PASS"},
+	{CodeUnknownCase, "no gate case of that id"},
+	{CodeUnknownFunction, "no precondition function of that name in the case"},
+	{CodeBypassToHuman, "a person must decide this commit; evidence cannot authorize it"},
+	{CodeEvidenceInvalid, "the evidence does not match the function's schema"},
+	{CodeRateLimited, "too many requests for this key, or too many at once for this key or (without a key) this address; retry after the given time"},
+	{CodeOverloaded, "the server is at its concurrency cap; retry shortly"},
+	{CodeOriginRefused, "the Origin header is not allowed"},
+	{CodeUnsupportedProtocol, "the MCP-Protocol-Version header names a version this server does not speak; data.supported lists those it does"},
+	{CodeAuditUnavailable, "the audit log cannot be written, so nothing runs"},
+	{CodeUpstreamTimeout, "the upstream did not answer in time"},
+	{CodeUpstreamFailed, "the upstream answered with a failure"},
+	{CodeOutcomeUnknown, "the call with this idempotency_key began, but the server running it stopped before its result was stored: it may or may not have run upstream, and ladder will not run it again under this key; check the upstream system"},
+	{CodeInternal, "an internal error; the log has details"},
 }
 
 // Codes returns the refusal table sorted by name.
@@ -125,14 +126,14 @@ func Codes() []CodeInfo {
 	return out
 }
 
-// Info returns the table row of c; unknown codes map to INTERNAL's row.
+// Info returns the table row of c; an unknown code has no meaning.
 func (c Code) Info() CodeInfo {
 	for _, r := range codeTable {
 		if r.Code == c {
 			return r
 		}
 	}
-	return CodeInfo{Code: c, HTTPStatus: http.StatusInternalServerError, RPCCode: RPCInternal}
+	return CodeInfo{Code: c}
 }
 
 // Error is a refusal every surface can render: a name from the table above,
@@ -143,7 +144,11 @@ type Error struct {
 	Message string         `json:"message"`
 	Hint    string         `json:"hint,omitempty"`
 	Data    map[string]any `json:"data,omitempty"` // extra machine-readable detail, e.g. a gate verdict
-	Err     error          `json:"-"`              // the cause, for logs only
+	// RPCCode, when not 0, is the JSON-RPC code the MCP surface answers
+	// with instead of the code's row: a malformed envelope is -32600
+	// (Invalid Request) although its name is INVALID_ARGUMENT.
+	RPCCode int   `json:"-"`
+	Err     error `json:"-"` // the cause, for logs only
 }
 
 // Error implements error.
@@ -160,6 +165,27 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errorf returns an *Error with a formatted message.
 func Errorf(code Code, hint string, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// InvalidField refuses a request for the value of one field:
+// INVALID_ARGUMENT with data.field naming it, so a client can point at the
+// field. message is the sentence saying what is wrong with the value.
+func InvalidField(field, message, hint string) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: message, Hint: hint, Data: map[string]any{"field": field}}
+}
+
+// NotFound refuses a request for an object the caller's workspace does not
+// hold. code is the not-found name of the object's kind (STEP_NOT_FOUND,
+// ROUTE_NOT_FOUND, APPROVAL_NOT_FOUND, or NOT_FOUND); message names what
+// was looked for.
+func NotFound(code Code, message, hint string) *Error {
+	return &Error{Code: code, Message: message, Hint: hint}
+}
+
+// Refused is any other refusal: a name from the table, the sentence saying
+// what was refused and why, and the hint saying what to do next.
+func Refused(code Code, message, hint string) *Error {
+	return &Error{Code: code, Message: message, Hint: hint}
 }
 
 // ErrorCode returns the code of err when it is (or wraps) an *Error, and

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -60,4 +61,30 @@ func KeyID(token string) string {
 		return ""
 	}
 	return id
+}
+
+// CheckKeyKind is the one key-kind check of every surface (REST routes,
+// /mcp, console sign-in): nil when p's key is of one of the allowed kinds,
+// and otherwise the refusal that names the kind sent — HUMAN_KEY_REFUSED
+// for a human key, AGENT_KEY_REFUSED for an agent key, KEY_KIND_REFUSED for
+// any other — so the caller knows which key to use instead. A surface may
+// reword the message and hint for its readers; the decision is this one.
+func CheckKeyKind(p Principal, allowed ...KeyKind) *Error {
+	for _, k := range allowed {
+		if p.Kind == k {
+			return nil
+		}
+	}
+	want := make([]string, len(allowed))
+	for i, k := range allowed {
+		want[i] = string(k)
+	}
+	hint := fmt.Sprintf("use a %s key of this workspace", strings.Join(want, " or "))
+	switch p.Kind {
+	case KeyHuman:
+		return Refused(CodeHumanKeyRefused, "a human key cannot be used here", hint)
+	case KeyAgent:
+		return Refused(CodeAgentKeyRefused, "an agent key cannot be used here", hint)
+	}
+	return Refused(CodeKeyKindRefused, fmt.Sprintf("a %s key cannot be used here", p.Kind), hint)
 }

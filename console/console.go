@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -218,10 +219,7 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	e := ladder.AsError(err)
-	status := e.Code.Info().HTTPStatus
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
+	status := lhttp.Status(e.Code)
 	switch e.Code {
 	case ladder.CodeApprovalNotFound, ladder.CodeRouteNotFound, ladder.CodeStepNotFound, ladder.CodeNotFound:
 		e, status = errNotFound, http.StatusNotFound

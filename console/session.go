@@ -205,7 +205,9 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	if p.Kind != ladder.KeyHuman {
+	if ladder.CheckKeyKind(p, ladder.KeyHuman) != nil {
+		// Sign-in answers every refused kind alike (as StartSession does),
+		// in the console's words.
 		return h.showSignin(w, r, http.StatusForbidden, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "Only a human key can sign in to the console; this is an " + string(p.Kind) + " key.", Hint: "Use the human key of your workspace."})
 	}
 	id, se, err := h.svc.StartSession(r.Context(), p, h.ttl)

@@ -161,7 +161,7 @@ type located struct {
 func (g *Gateway) Ask(ctx context.Context, step string) (Answer, error) {
 	step = strings.TrimSpace(step)
 	if step == "" {
-		return Answer{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "step is required", Hint: "give a step id (post_tms) or its plain name (Post to the TMS)", Data: map[string]any{"field": "step"}}
+		return Answer{}, ladder.InvalidField("step", "step is required", "give a step id (post_tms) or its plain name (Post to the TMS)")
 	}
 	ans := Answer{Query: step}
 	conns := g.connectAll(ctx)

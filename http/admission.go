@@ -240,18 +240,20 @@ type rpcRefusal struct {
 // data.code are the refusal name, data has the sentence and the hint.
 func (s *Server) writeRPCRefusal(w http.ResponseWriter, e *ladder.Error) {
 	s.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
-	info := e.Code.Info()
 	if ra, ok := e.Data["retry_after_seconds"]; ok {
 		w.Header().Set("Retry-After", fmt.Sprint(ra))
 	}
 	var body rpcRefusal
 	body.JSONRPC = "2.0"
-	body.Error.Code, body.Error.Message = info.RPCCode, e.Code
+	body.Error.Code, body.Error.Message = e.RPCCode, e.Code
+	if body.Error.Code == 0 {
+		body.Error.Code = s.rpcCode(e.Code)
+	}
 	body.Error.Data = map[string]any{"code": e.Code, "message": e.Message, "hint": e.Hint}
 	for k, v := range e.Data {
 		body.Error.Data[k] = v
 	}
-	writeJSON(w, info.HTTPStatus, body)
+	writeJSON(w, Status(e.Code), body)
 }
 
 // replayBody serves a body admit has read, then the error that ended the

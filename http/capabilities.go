@@ -32,7 +32,7 @@ func (s *Server) callCapability(w http.ResponseWriter, r *http.Request) error {
 		// A fault at a path (a duplicate or case-variant key, a number
 		// beyond float64) is the field's, as decode reports it.
 		if se, ok := err.(*strictjson.Error); ok && se.Path != "" {
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: err.Error(), Hint: "fix the field " + se.Path + " and resend; nothing was run or recorded", Data: map[string]any{"field": se.Path}}
+			return ladder.InvalidField(se.Path, err.Error(), "fix the field "+se.Path+" and resend; nothing was run or recorded")
 		}
 		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object: the payload, the scope fields, evidence and idempotency_key"}
 	}
@@ -54,7 +54,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "limit: not a number", Hint: "use 1 to 500", Data: map[string]any{"field": "limit"}}
+			return ladder.InvalidField("limit", "limit: not a number", "use 1 to 500")
 		}
 		limit = n
 	}

@@ -36,7 +36,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "expires_in: not a positive duration", Hint: `use a Go duration such as "720h"`, Data: map[string]any{"field": "expires_in"}}
+			return ladder.InvalidField("expires_in", "expires_in: not a positive duration", `use a Go duration such as "720h"`)
 		}
 		kr.ExpiresIn = d
 	}

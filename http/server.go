@@ -84,6 +84,16 @@ type Server struct {
 	perKey      *slots
 	perAddr     *slots
 	bodyTimeout time.Duration // 0: none
+	// rpcCode is the /mcp mount's JSON-RPC code table, for the refusals
+	// admit answers on /mcp before the mount runs.
+	rpcCode func(ladder.Code) int
+}
+
+// RPCCoder is a mount that owns a JSON-RPC code table: the MCP surface
+// (package mcp, which imports this package for Status and so cannot be
+// imported by it). A refusal admit answers on /mcp gets its code here.
+type RPCCoder interface {
+	RPCCode(ladder.Code) int
 }
 
 // New returns a Server with every route registered.
@@ -124,8 +134,14 @@ func New(opts Options) *Server {
 	}
 
 	s.routes()
+	// Without an MCP mount nothing serves /mcp; -32000 is the generic
+	// refusal.
+	s.rpcCode = func(ladder.Code) int { return ladder.RPCRefused }
 	for pattern, h := range opts.Mounts {
 		s.mux.Handle(pattern, h)
+		if c, ok := h.(RPCCoder); ok && pattern == "/mcp" {
+			s.rpcCode = c.RPCCode
+		}
 	}
 	s.handler = s.instrument(s.mux)
 	return s
@@ -207,8 +223,8 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 				return err
 			}
 		}
-		if err := KindAllowed(p, kinds...); err != nil {
-			return err
+		if kerr := ladder.CheckKeyKind(p, kinds...); kerr != nil {
+			return kerr
 		}
 		setLogKey(r, p.KeyID)
 		if err := s.svc.Admit(p); err != nil {
@@ -216,28 +232,6 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
-}
-
-// KindAllowed refuses a principal whose key kind is not among kinds, with
-// the refusal name that says which key to use instead.
-func KindAllowed(p ladder.Principal, kinds ...ladder.KeyKind) error {
-	for _, k := range kinds {
-		if p.Kind == k {
-			return nil
-		}
-	}
-	want := make([]string, len(kinds))
-	for i, k := range kinds {
-		want[i] = string(k)
-	}
-	hint := fmt.Sprintf("use a %s key of this workspace", strings.Join(want, " or "))
-	switch p.Kind {
-	case ladder.KeyHuman:
-		return &ladder.Error{Code: ladder.CodeHumanKeyRefused, Message: "a human key cannot be used here", Hint: hint}
-	case ladder.KeyAgent:
-		return &ladder.Error{Code: ladder.CodeAgentKeyRefused, Message: "an agent key cannot be used here", Hint: hint}
-	}
-	return &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: fmt.Sprintf("a %s key cannot be used here", p.Kind), Hint: hint}
 }
 
 // errorBody is the JSON shape of every REST error.
@@ -253,12 +247,12 @@ type errorBody struct {
 // writeError is the one place an error becomes a response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := ladder.AsError(err)
-	info := e.Code.Info()
+	status := Status(e.Code)
 	s.refusals.WithLabelValues("rest", string(e.Code)).Inc()
 	if e.Code == ladder.CodeInternal || e.Code == ladder.CodeAuditUnavailable {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
 	}
-	if info.HTTPStatus == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
 	}
 	if ra, ok := e.Data["retry_after_seconds"]; ok {
@@ -266,7 +260,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var body errorBody
 	body.Error.Code, body.Error.Message, body.Error.Hint, body.Error.Data = e.Code, e.Message, e.Hint, e.Data
-	writeJSON(w, info.HTTPStatus, body)
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -293,7 +287,7 @@ func decode(r *http.Request, v any) error {
 	if err := strictjson.Unmarshal(data, v); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) && se.Path != "" {
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: err.Error(), Hint: "fix the field " + se.Path + " and resend", Data: map[string]any{"field": se.Path}}
+			return ladder.InvalidField(se.Path, err.Error(), "fix the field "+se.Path+" and resend")
 		}
 		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object with the documented fields"}
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ladderhq/ladder"
+	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/service"
@@ -200,7 +201,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, aerr := h.authenticate(r)
 	if aerr != nil {
-		status := aerr.Code.Info().HTTPStatus
+		status := lhttp.Status(aerr.Code)
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
 		}
@@ -297,7 +298,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if err := strictjson.UnmarshalChecked(body, &env); err != nil {
 		// Recover the id for the error if the envelope is otherwise
@@ -305,7 +306,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 		var loose map[string]json.RawMessage
 		_ = json.Unmarshal(body, &loose)
 		env.ID = echoID(loose["id"])
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if ierr := checkID(env.ID); ierr != nil {
 		env.ID = echoID(env.ID)
@@ -315,7 +316,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 		return envelope{}, badJSON // checkID and Check disagree on the id: refuse anyway
 	}
 	if env.JSONRPC != "2.0" || env.Method == "" {
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest}}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if env.argsFault != nil && (env.Method != "tools/call" || len(env.ID) == 0 || string(env.ID) == "null") {
 		// Not a call whose answer could carry an isError result: the fault
@@ -457,11 +458,15 @@ func (h *Handler) authenticate(r *http.Request) (ladder.Principal, *ladder.Error
 	if err != nil {
 		return p, ladder.AsError(err)
 	}
-	if p.Kind == ladder.KeyHuman {
-		return p, &ladder.Error{Code: ladder.CodeHumanKeyRefused, Message: "HUMAN_KEY_REFUSED", Hint: "the MCP surface is for agents: use an agent key of this workspace; people approve and review in the console or over REST"}
-	}
-	if p.Kind != ladder.KeyAgent {
-		return p, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "KEY_KIND_REFUSED", Hint: "use an agent key of this workspace on /mcp"}
+	if kerr := ladder.CheckKeyKind(p, ladder.KeyAgent); kerr != nil {
+		// The refusal is the shared check's; MCP answers with the bare name
+		// as message (seed 004) and a hint that says where people go.
+		kerr.Message = string(kerr.Code)
+		kerr.Hint = "use an agent key of this workspace on /mcp"
+		if kerr.Code == ladder.CodeHumanKeyRefused {
+			kerr.Hint = "the MCP surface is for agents: use an agent key of this workspace; people approve and review in the console or over REST"
+		}
+		return p, kerr
 	}
 	return p, nil
 }
@@ -600,18 +605,9 @@ func errorData(e *ladder.Error) map[string]any {
 		data["message"] = e.Message
 	}
 	for k, v := range e.Data {
-		if k != "rpc_code" {
-			data[k] = v
-		}
+		data[k] = v
 	}
 	return data
-}
-
-func rpcCode(e *ladder.Error) int {
-	if c, ok := e.Data["rpc_code"].(int); ok {
-		return c
-	}
-	return e.Code.Info().RPCCode
 }
 
 // writeRPCError writes a JSON-RPC error whose message and data.code are the

@@ -35,8 +35,8 @@ func checkID(id json.RawMessage) *ladder.Error {
 	}
 	refuse := func(format string, args ...any) *ladder.Error {
 		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT",
-			Hint: "id: " + fmt.Sprintf(format, args...),
-			Data: map[string]any{"rpc_code": jsonrpc.CodeInvalidRequest, "field": "id"}}
+			Hint:    "id: " + fmt.Sprintf(format, args...),
+			RPCCode: jsonrpc.CodeInvalidRequest, Data: map[string]any{"field": "id"}}
 	}
 	switch c := id[0]; {
 	case c == '"':

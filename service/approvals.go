@@ -129,11 +129,11 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 	}
 }
 
-// notFound is the answer for an approval that is not this workspace's (or
+// approvalNotFound is the answer for an approval that is not this workspace's (or
 // not this agent's): the same either way, so nothing leaks.
 func approvalNotFound(id string) error {
-	return &ladder.Error{Code: ladder.CodeApprovalNotFound, Message: fmt.Sprintf("no approval %q for this key", id),
-		Hint: "use the approval_id a capability call returned"}
+	return ladder.NotFound(ladder.CodeApprovalNotFound, fmt.Sprintf("no approval %q for this key", id),
+		"use the approval_id a capability call returned")
 }
 
 // ApprovalStatus tells the agent that asked what became of its request.

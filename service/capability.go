@@ -86,7 +86,7 @@ type capabilityArgs struct {
 }
 
 func argError(field, msg, hint string) *ladder.Error {
-	return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: field + ": " + msg, Hint: hint, Data: map[string]any{"field": field}}
+	return ladder.InvalidField(field, field+": "+msg, hint)
 }
 
 // splitArgs reads tools/call arguments (or a REST body): the payload, the

@@ -115,10 +115,10 @@ func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepStat
 // is decided afresh (DESIGN.md §4).
 func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteRequest) (ladder.Route, error) {
 	if strings.TrimSpace(req.Item) == "" {
-		return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is required", Hint: "give the id of the work item, e.g. the bill number", Data: map[string]any{"field": "item"}}
+		return ladder.Route{}, ladder.InvalidField("item", "item is required", "give the id of the work item, e.g. the bill number")
 	}
 	if len(req.Item) > 512 {
-		return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is longer than 512 characters", Hint: "send the item's id, not its content", Data: map[string]any{"field": "item"}}
+		return ladder.Route{}, ladder.InvalidField("item", "item is longer than 512 characters", "send the item's id, not its content")
 	}
 	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteReques
 	var features json.RawMessage
 	if len(req.Features) > 0 {
 		if features, err = ladder.CanonicalJSON(req.Features); err != nil {
-			return ladder.Route{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "features is not valid JSON", Hint: "send features as a JSON object", Data: map[string]any{"field": "features"}}
+			return ladder.Route{}, ladder.InvalidField("features", "features is not valid JSON", "send features as a JSON object")
 		}
 	}
 	return s.routeItem(ctx, p, st, req.Item, features)
@@ -209,14 +209,14 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
 	}
 	if req.Severity != 0 && (req.Severity < 1 || req.Severity > 3) {
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), Hint: "1 is the most severe; leave it out for an agreement", Data: map[string]any{"field": "severity"}}
+		return ReviewResult{}, ladder.InvalidField("severity", fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), "1 is the most severe; leave it out for an agreement")
 	}
 	if v == ladder.VerdictAgree && req.Severity != 0 {
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "severity applies to disagreements only", Hint: "leave severity out, or send verdict disagree", Data: map[string]any{"field": "severity"}}
+		return ReviewResult{}, ladder.InvalidField("severity", "severity applies to disagreements only", "leave severity out, or send verdict disagree")
 	}
 	route, err := s.store.GetRoute(ctx, p.Workspace, routeID)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeRouteNotFound, Message: fmt.Sprintf("no route %q in this workspace", routeID), Hint: "use the route_id returned by POST /v1/route or route_item"}
+		return ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", routeID), "use the route_id returned by POST /v1/route or route_item")
 	}
 	if err != nil {
 		return ReviewResult{}, storeErr("get route", err)
@@ -238,7 +238,7 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	if len(req.Correction) > 0 {
 		c, err := ladder.CanonicalJSON(req.Correction)
 		if err != nil {
-			return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "correction is not valid JSON", Hint: "send the corrected output as JSON", Data: map[string]any{"field": "correction"}}
+			return ReviewResult{}, ladder.InvalidField("correction", "correction is not valid JSON", "send the corrected output as JSON")
 		}
 		rv.Correction = c
 	}
@@ -270,7 +270,7 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	case errors.Is(err, ladder.ErrConflict):
 		return ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "this route was reviewed already", Hint: `to overrule the first review, send "adjudication": true`}
 	case errors.Is(err, ladder.ErrNotFound):
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeRouteNotFound, Message: fmt.Sprintf("no route %q in this workspace", rv.RouteID), Hint: "use the route_id returned by POST /v1/route or route_item"}
+		return ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
 	case err != nil:
 		return ReviewResult{}, storeErr("record review", err)
 	}
@@ -346,10 +346,10 @@ func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req Out
 		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("handled_by %q is not allowed; allowed values: agent, person", req.HandledBy), Hint: "say who handled the item", Data: map[string]any{"field": "handled_by", "allowed": []string{"agent", "person"}}}
 	}
 	if req.OK == nil {
-		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "ok is required", Hint: "send ok: true when the item had no downstream failure (no dispute, no re-rate)", Data: map[string]any{"field": "ok"}}
+		return ladder.Outcome{}, ladder.InvalidField("ok", "ok is required", "send ok: true when the item had no downstream failure (no dispute, no re-rate)")
 	}
 	if strings.TrimSpace(req.Item) == "" {
-		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "item is required", Hint: "give the id of the work item", Data: map[string]any{"field": "item"}}
+		return ladder.Outcome{}, ladder.InvalidField("item", "item is required", "give the id of the work item")
 	}
 	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
 	if err != nil {
@@ -377,7 +377,7 @@ type PinRequest struct {
 func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req PinRequest, pin bool) (ladder.StepState, error) {
 	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
-		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "reason is required", Hint: "say why, in a sentence; it is shown in the evidence pack", Data: map[string]any{"field": "reason"}}
+		return ladder.StepState{}, ladder.InvalidField("reason", "reason is required", "say why, in a sentence; it is shown in the evidence pack")
 	}
 	st, err := s.FindStep(p.Workspace, queue, step)
 	if err != nil {
@@ -392,7 +392,7 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	if pin {
 		to = ladder.Lane(req.Lane)
 		if !to.Valid() {
-			return ladder.StepState{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("lane %q is not allowed; allowed values: human_only, shadow, propose, auto", req.Lane), Hint: "name the lane to pin the step to", Data: map[string]any{"field": "lane"}}
+			return ladder.StepState{}, ladder.InvalidField("lane", fmt.Sprintf("lane %q is not allowed; allowed values: human_only, shadow, propose, auto", req.Lane), "name the lane to pin the step to")
 		}
 	} else if !state.Pinned {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step is not pinned", Hint: "nothing to do; pin it first to hold it in a lane"}

@@ -59,8 +59,8 @@ func (s *Service) StepReviews(ctx context.Context, p ladder.Principal, queue, st
 func (s *Service) GetRoute(ctx context.Context, p ladder.Principal, id string) (ladder.Route, error) {
 	rt, err := s.store.GetRoute(ctx, p.Workspace, id)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ladder.Route{}, &ladder.Error{Code: ladder.CodeRouteNotFound, Message: fmt.Sprintf("no route %q in this workspace", id),
-			Hint: "use the route_id a route answer gave"}
+		return ladder.Route{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", id),
+			"use the route_id a route answer gave")
 	}
 	if err != nil {
 		return ladder.Route{}, storeErr("get route", err)

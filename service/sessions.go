@@ -33,7 +33,8 @@ func sessionTag(idHash []byte) string { return hex.EncodeToString(idHash[:6]) }
 // by the key's expiry, with its audit record, and returns the id, which
 // only the person's cookie holds.
 func (s *Service) StartSession(ctx context.Context, p ladder.Principal, ttl time.Duration) (string, ladder.Session, error) {
-	if p.Kind != ladder.KeyHuman {
+	if ladder.CheckKeyKind(p, ladder.KeyHuman) != nil {
+		// Sign-in refuses every other kind alike.
 		return "", ladder.Session{}, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "only a human key can sign in to the console", Hint: "use the human key of your workspace"}
 	}
 	if ttl <= 0 {

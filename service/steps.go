@@ -154,7 +154,7 @@ func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) 
 			Hint: "leave queue out, or use one of: " + strings.Join(queues, ", "), Data: map[string]any{"field": "queue"}}
 	}
 	if strings.TrimSpace(query) == "" {
-		return ladder.Step{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "step is required", Hint: "give a step id (post_tms) or its plain name (Post to the TMS); which_steps_run_alone lists them", Data: map[string]any{"field": "step"}}
+		return ladder.Step{}, ladder.InvalidField("step", "step is required", "give a step id (post_tms) or its plain name (Post to the TMS); which_steps_run_alone lists them")
 	}
 	m := MatchStep(steps, query)
 	switch len(m) {

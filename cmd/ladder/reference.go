@@ -19,6 +19,8 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -173,7 +175,7 @@ answered with a version ladder speaks, as the lifecycle specification says.
 func writeRefusals(b *bytes.Buffer) {
 	b.WriteString("## Refusals\n\n| name | HTTP | JSON-RPC | meaning |\n|---|---|---|---|\n")
 	for _, c := range ladder.Codes() {
-		fmt.Fprintf(b, "| `%s` | %d | %d | %s |\n", c.Code, c.HTTPStatus, c.RPCCode, c.Meaning)
+		fmt.Fprintf(b, "| `%s` | %d | %d | %s |\n", c.Code, lhttp.Status(c.Code), mcp.RPCCode(c.Code), c.Meaning)
 	}
 }
 
