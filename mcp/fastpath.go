@@ -32,7 +32,8 @@ import (
 // The answer is the SDK's own: the same tool run (toolRun), the same
 // sdk.CallToolResult marshalled by its own MarshalJSON, and the same
 // JSON-RPC framing, headers and status. TestFastPathMatchesSDK sends every
-// case through both paths and compares the bytes.
+// case through both paths and compares the bytes; TestSDKVersionIsPinned
+// fails when go-sdk changes version, naming the tests to re-run.
 
 // legacyProtocol are the protocol versions before 2026-07-28 whose
 // tools/call the fast path answers; the SDK checks neither Mcp-* headers

@@ -663,7 +663,7 @@ var (
 
 // TestGateGoldenTranscript replays the seed 003 tool surface — discovery,
 // decisions, refusals, history — and compares it with
-// testdata/gate.golden.json (go test ./mcp -update rewrites it).
+// testdata/transcripts/gate/ (go test ./mcp -update rewrites it).
 func TestGateGoldenTranscript(t *testing.T) {
 	e := testenv.Start(t, "")
 	type ev = map[string]any
@@ -689,19 +689,5 @@ func TestGateGoldenTranscript(t *testing.T) {
 		ex.Response = b
 		got = append(got, ex)
 	}
-	path := filepath.Join("testdata", "gate.golden.json")
-	data, _ := json.MarshalIndent(got, "", "  ")
-	if *update {
-		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./mcp -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(bytes.TrimSpace(want)), string(bytes.TrimSpace(data))); diff != "" {
-		t.Errorf("gate transcript changed (-want +got); run go test ./mcp -update if intended:\n%s", diff)
-	}
+	checkTranscript(t, "gate", got)
 }

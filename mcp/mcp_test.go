@@ -1,31 +1,26 @@
 package mcp_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/ladderhq/ladder/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/transcripts/")
 
 // exchange is one request of a transcript and what came back.
 type exchange struct {
-	Name     string            `json:"name"`
-	Key      string            `json:"key"` // "workspace/kind", "" for none, or a literal token
-	Headers  map[string]string `json:"headers,omitempty"`
-	Request  json.RawMessage   `json:"request"`
-	Status   int               `json:"status"`
-	WWWAuth  string            `json:"www_authenticate,omitempty"`
-	Response json.RawMessage   `json:"response"`
+	Name     string
+	Key      string // "workspace/kind", "" for none, or a literal token
+	Headers  map[string]string
+	Request  json.RawMessage
+	Status   int
+	WWWAuth  string
+	Response json.RawMessage // normalized
 }
 
 func rpc(id any, method string, params any) json.RawMessage {
@@ -107,6 +102,8 @@ var transcripts = map[string][]exchange{
 	},
 }
 
+// TestGoldenTranscripts replays each transcript against a seeded server and
+// compares every exchange with its file under testdata/transcripts/.
 func TestGoldenTranscripts(t *testing.T) {
 	for name, exs := range transcripts {
 		t.Run(name, func(t *testing.T) {
@@ -126,27 +123,13 @@ func TestGoldenTranscripts(t *testing.T) {
 				ex.Response = normalize(r.Raw)
 				got = append(got, ex)
 			}
-			path := filepath.Join("testdata", name+".golden.json")
-			data, _ := json.MarshalIndent(got, "", "  ")
-			if *update {
-				if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./mcp -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(bytes.TrimSpace(want)), string(bytes.TrimSpace(data))); diff != "" {
-				t.Errorf("transcript %s changed (-want +got); run go test ./mcp -update if intended:\n%s", name, diff)
-			}
+			checkTranscript(t, name, got)
 		})
 	}
 }
 
 // TestSeedExample checks the seed 000 example exchange sentence by sentence,
-// independent of the golden file.
+// independent of the golden transcript.
 func TestSeedExample(t *testing.T) {
 	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
 	r := e.Do("POST", "/mcp", e.Keys["vantrow-bills/agent"], []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"step_evidence","arguments":{"step":"Decide hold or release"}}}`))

@@ -85,7 +85,8 @@ var errSessionGone = fmt.Errorf("%w: the server no longer knows the session", er
 // is the same exchange without them. Notifications on the stream are
 // skipped; a request the server sends meanwhile is answered (ping with an
 // empty result, anything else "method not found": ladder offers no client
-// features).
+// features). TestDirectCallMatchesSDK compares it with go-sdk's client, and
+// mcp's TestSDKVersionIsPinned fails when go-sdk changes version.
 func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMessage) (*toolAnswer, error) {
 	id := `"ladder-` + strconv.FormatInt(s.seq.Add(1), 10) + `"`
 	body, err := json.Marshal(struct {
