@@ -131,15 +131,9 @@ func ItemPath(item string) ([]string, error) {
 // non-empty string, or a number in its JSON spelling. ok is false when the
 // payload has no such value.
 func ItemOf(payload map[string]any, path []string) (item string, ok bool) {
-	var v any = payload
-	for _, seg := range path {
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return "", false
-		}
-		if v, ok = m[seg]; !ok {
-			return "", false
-		}
+	v, ok := ValueAt(payload, path)
+	if !ok {
+		return "", false
 	}
 	switch x := v.(type) {
 	case string:
@@ -150,4 +144,20 @@ func ItemOf(payload map[string]any, path []string) (item string, ok bool) {
 		return strconv.FormatFloat(x, 'f', -1, 64), true
 	}
 	return "", false
+}
+
+// ValueAt returns the value a payload holds at path (see ItemPath).
+func ValueAt(payload map[string]any, path []string) (any, bool) {
+	var v any = payload
+	for _, seg := range path {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		var ok bool
+		if v, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }

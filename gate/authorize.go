@@ -60,6 +60,16 @@ func (g *Gate) lookupCase(caseID string) (*compiledCase, error) {
 //
 // Authorize does not modify evidence.
 func (g *Gate) Authorize(caseID, fn string, evidence map[string]any) (Decision, error) {
+	return g.AuthorizeBound(caseID, fn, evidence, nil)
+}
+
+// AuthorizeBound is Authorize for evidence submitted with an action: bound
+// maps evidence fields to the values the action names (the bill the call
+// pays, say). Evidence whose bound field is absent or holds another value
+// is not scored: the decision is ESCALATE with EVIDENCE_NOT_BOUND_TO_PAYLOAD,
+// so evidence gathered for one action never authorizes another. Values
+// compare as BoundValue spells them.
+func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound map[string]string) (Decision, error) {
 	c, err := g.lookupCase(caseID)
 	if err != nil {
 		return Decision{}, err
@@ -89,33 +99,17 @@ func (g *Gate) Authorize(caseID, fn string, evidence map[string]any) (Decision, 
 	if err := f.validate(evidence); err != nil {
 		return Decision{}, err
 	}
+	if d, held := c.unbound(f, evidence, bound); held {
+		return d, nil
+	}
 	return c.decide(f, f.fillDefaults(evidence)), nil
 }
 
-// AuthorizeBound is Authorize for evidence submitted with an action: bound
-// maps evidence fields to the values the action names (the bill the call
-// pays, say). Evidence whose bound field is absent or holds another value
-// is not scored: the decision is ESCALATE with EVIDENCE_NOT_BOUND_TO_PAYLOAD,
-// so evidence gathered for one action never authorizes another. Values
-// compare in their JSON spelling (a string as itself, a number as its
-// literal).
-func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound map[string]string) (Decision, error) {
+// unbound reports the ESCALATE decision for evidence whose bound field is
+// absent or names another value than the action's, checked before scoring.
+func (c *compiledCase) unbound(f *compiledFn, evidence map[string]any, bound map[string]string) (Decision, bool) {
 	if len(bound) == 0 {
-		return g.Authorize(caseID, fn, evidence)
-	}
-	c, err := g.lookupCase(caseID)
-	if err != nil {
-		return g.Authorize(caseID, fn, evidence) // the same lookup refusals
-	}
-	f, ok := c.fns[fn]
-	if !ok {
-		return g.Authorize(caseID, fn, evidence)
-	}
-	if evidence == nil {
-		evidence = map[string]any{}
-	}
-	if err := f.validate(evidence); err != nil {
-		return Decision{}, err
+		return Decision{}, false
 	}
 	fields := make([]string, 0, len(bound))
 	for field := range bound {
@@ -123,10 +117,7 @@ func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound 
 	}
 	slices.Sort(fields)
 	for _, field := range fields {
-		got, ok := BoundValue(evidence[field])
-		if v, present := evidence[field]; !present || v == nil {
-			ok = false
-		}
+		got, ok := BoundValue(evidence[field]) // absent or null: not ok
 		if ok && got == bound[field] {
 			continue
 		}
@@ -140,9 +131,9 @@ func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound 
 			HumanReadable: Redact(fmt.Sprintf("The evidence names %s but the action is for %s %q, so it was not scored: evidence authorizes only the action it describes. Send evidence gathered for this very action to %s.",
 				shown, field, bound[field], f.commitName)),
 			Evidence: evidence,
-		}, nil
+		}, true
 	}
-	return c.decide(f, f.fillDefaults(evidence)), nil
+	return Decision{}, false
 }
 
 // BoundValue spells a JSON value the way AuthorizeBound compares it: a

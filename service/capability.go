@@ -162,9 +162,12 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 // key would otherwise merge into the payload as an ordinary field.
 func misspelled(c ladder.Capability, k string) (string, bool) {
 	fk := strictjson.FoldKey(k)
-	for _, r := range append([]string{argPayload, argEvidence, argIdempotencyKey}, c.ScopeFields...) {
-		if k != r && strictjson.FoldKey(r) == fk {
-			return r, true
+	reserved := [...]string{argPayload, argEvidence, argIdempotencyKey}
+	for _, names := range [2][]string{reserved[:], c.ScopeFields} {
+		for _, r := range names {
+			if k != r && strictjson.FoldKey(r) == fk {
+				return r, true
+			}
 		}
 	}
 	return "", false
@@ -468,7 +471,9 @@ func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Cap
 		if err != nil {
 			return GateResult{}, fmt.Errorf("capability %s: bind %s: %w", c.ID, field, err)
 		}
-		bound[field], _ = ladder.ItemOf(payload, path)
+		// Both sides of the comparison are spelled by gate.BoundValue.
+		v, _ := ladder.ValueAt(payload, path)
+		bound[field], _ = gate.BoundValue(v)
 	}
 	sum := sha256.Sum256(canonical)
 	return s.authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
