@@ -14,13 +14,13 @@ import (
 
 // capabilityTools are the workspace's served capabilities, one tool each,
 // named by the capability id (or its portable form), then approval_status.
-func (h *Handler) capabilityTools(workspace string) []toolDef {
+func (h *Handler) capabilityTools(ctx context.Context, workspace string) []toolDef {
 	w, ok := h.svc.Workspace(workspace)
 	if !ok {
 		return nil
 	}
 	var out []toolDef
-	lanes := h.lanes(context.Background(), workspace)
+	lanes := h.lanes(ctx, workspace)
 	for _, c := range w.Capabilities {
 		if !c.Served {
 			continue

@@ -118,8 +118,9 @@ func New(opts Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	// Startup, not a request: no caller's context to carry.
 	for _, ws := range h.svc.WorkspaceIDs() {
-		h.servers[ws] = h.buildServer(ws)
+		h.servers[ws] = h.buildServer(context.Background(), ws)
 	}
 	if opts.ToolNames == NamesCanonical {
 		h.warnColonNames()
@@ -676,7 +677,7 @@ func (h *Handler) refresh(ctx context.Context, workspace string) {
 	if cur == nil || cur.lanes == sig {
 		return
 	}
-	ws := h.buildServer(workspace)
+	ws := h.buildServer(ctx, workspace)
 	h.mu.Lock()
 	h.servers[workspace] = ws
 	h.mu.Unlock()

@@ -197,9 +197,10 @@ func loadSchema(name string) map[string]any {
 	return m
 }
 
-// buildServer makes the SDK server of one workspace.
-func (h *Handler) buildServer(workspace string) *workspaceServer {
-	tools := slices.Concat(h.ladderTools(), h.gateTools(workspace), h.capabilityTools(workspace))
+// buildServer makes the SDK server of one workspace; ctx is the request's
+// (or startup's) context, for reading the lanes descriptions mention.
+func (h *Handler) buildServer(ctx context.Context, workspace string) *workspaceServer {
+	tools := slices.Concat(h.ladderTools(), h.gateTools(workspace), h.capabilityTools(ctx, workspace))
 	srv := sdk.NewServer(h.impl, &sdk.ServerOptions{
 		// One page holds every tool, so tools/list never issues a cursor
 		// and the front door refuses any cursor sent (checkListCursor).
@@ -215,7 +216,7 @@ func (h *Handler) buildServer(workspace string) *workspaceServer {
 			c.TTLMs, c.CacheScope = 0, "private"
 		},
 	})
-	ws := &workspaceServer{server: srv, names: map[string]string{}, calls: map[string]toolRun{}, lanes: h.laneSignature(context.Background(), workspace)}
+	ws := &workspaceServer{server: srv, names: map[string]string{}, calls: map[string]toolRun{}, lanes: h.laneSignature(ctx, workspace)}
 	for _, t := range tools {
 		h.addTool(ws, t)
 	}
