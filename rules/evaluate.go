@@ -30,12 +30,13 @@ const (
 
 // Input is what one evaluation of one step needs, gathered by the caller.
 //
-// The counts belong to the current epoch only: after a demotion the caller
-// starts a new epoch (see Move.NewEpoch), and only reviews taken after it
-// count, toward promotion and toward demotion alike. Demotions use the
-// current epoch too because the reviews that caused a demotion have already
-// been acted on; counting them again in the lower lane would demote twice on
-// the same evidence (auto → propose → shadow on consecutive evaluations).
+// After a demotion the caller starts a new epoch (see Move.NewEpoch): the
+// promotion figures (Rolling4, OperatorN, OperatorErrors) count reviews of
+// the current epoch only, while the demotion figure (Rolling2) reads the
+// whole rolling window across epochs, as DESIGN.md §4 says. A step whose
+// window stays poor after one demotion may so demote again at the next
+// review; one whose window holds up does not fall on a single new
+// disagreement.
 type Input struct {
 	// Class is the step's risk class; only class A demotes on a severity-1
 	// audit failure.
@@ -51,8 +52,8 @@ type Input struct {
 	// moves by rule.
 	Pinned bool
 
-	// Rolling2 and Rolling4 are the pooled review counts of the last 2 and
-	// 4 weeks of the current epoch.
+	// Rolling2 is the pooled review count of the last 2 weeks, every epoch;
+	// Rolling4 that of the last 4 weeks of the current epoch.
 	Rolling2, Rolling4 stats.Counts
 
 	// OperatorN and OperatorErrors are the double-reviewed, human-handled

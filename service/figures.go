@@ -158,10 +158,13 @@ func roundWindow(w stats.Window) stats.Window {
 }
 
 // RuleInput gathers what the lane rules need for one step from its state,
-// its aggregates (current epoch only) and its outcome counts.
+// its aggregates and its outcome counts. Promotion figures (rolling 4 weeks,
+// operator error) count the current epoch only; the demotion figure (rolling
+// 2 weeks) reads every epoch, since DESIGN.md §4 limits only promotion to
+// reviews taken after a demotion.
 func RuleInput(step ladder.Step, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, now time.Time) rules.Input {
-	ws := buildSeries(weeks, state.Epoch, now)
-	r2, r4 := ws.tail(2), ws.tail(4)
+	r2 := buildSeries(weeks, -1, now).tail(2)
+	r4 := buildSeries(weeks, state.Epoch, now).tail(4)
 	return rules.Input{
 		Class: step.Class, Lane: state.Lane, LaneSince: state.LaneSince, Now: now, Pinned: state.Pinned,
 		Rolling2:  stats.Counts{N: r2.N, Agreements: r2.Agreements},

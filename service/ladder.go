@@ -285,12 +285,18 @@ func (s *Service) applyRules(st ladder.Step, th rules.Thresholds, state ladder.S
 	if failed && rv.Severity == 1 {
 		state.LastSev1At = now
 	}
-	if rv.Kind == ladder.ReviewAudit && state.Lane == ladder.LaneAuto {
-		if failed {
-			state.LastAuditFailAt = now
-			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, true, 0)
-			state.AuditRateSince = now
-		} else if clean := int(now.Sub(rateAnchor(state)) / rules.Week); clean >= rules.AuditCleanWeeks {
+	// An audit is a review of an item routed in auto (its kind comes from
+	// the route's lane). A failed one doubles the rate whatever the step's
+	// lane when the verdict arrives (DESIGN.md §4): a step demoted in the
+	// meantime returns to auto with the doubled rate. Clean weeks halve it
+	// only while the step is in auto.
+	switch {
+	case rv.Kind == ladder.ReviewAudit && failed:
+		state.LastAuditFailAt = now
+		state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, true, 0)
+		state.AuditRateSince = now
+	case rv.Kind == ladder.ReviewAudit && state.Lane == ladder.LaneAuto:
+		if clean := int(now.Sub(rateAnchor(state)) / rules.Week); clean >= rules.AuditCleanWeeks {
 			state.AuditRate = rules.AdjustAuditRate(state.AuditRate, st.Class, false, clean)
 			state.AuditRateSince = now
 		}

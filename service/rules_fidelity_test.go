@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/rules"
+)
+
+// TestDemotionReadsWholeWindow: DESIGN.md §4 limits only promotion to the
+// reviews taken after a demotion; demotions keep reading the whole rolling
+// window. One disagreement right after auto → propose (0/1 in the new
+// epoch, Wilson upper 0.79) must not demote again to shadow while the
+// rolling-2 window across epochs holds 10/15 (upper 0.855 ≥ 0.8); a window
+// that stays poor does demote again.
+func TestDemotionReadsWholeWindow(t *testing.T) {
+	step := ladder.Step{ID: "s", Queue: "q", Class: ladder.ClassB}
+	th := rules.Defaults(ladder.ClassB)
+	th.ProposeLower = 0.8
+	now := time.Date(2026, 9, 16, 12, 0, 0, 0, time.UTC) // a Wednesday
+	_, monday := ladder.ISOWeek(now)
+	iso, _ := ladder.ISOWeek(now)
+	week := func(epoch, n, agree int) ladder.WeekAgg {
+		return ladder.WeekAgg{Workspace: "w", Queue: "q", Step: "s", ISOWeek: iso, WeekStart: monday, Epoch: epoch, N: n, Agreements: agree}
+	}
+	state := ladder.StepState{Workspace: "w", Queue: "q", Step: "s", Lane: ladder.LanePropose, LaneSince: now.Add(-time.Hour), Epoch: 1}
+	for _, tc := range []struct {
+		name   string
+		weeks  []ladder.WeekAgg
+		wantTo ladder.Lane // "" for no move
+	}{
+		{"window holds 10/15", []ladder.WeekAgg{week(0, 14, 10), week(1, 1, 0)}, ""},
+		{"window poor 4/15", []ladder.WeekAgg{week(0, 14, 4), week(1, 1, 0)}, ladder.LaneShadow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := RuleInput(step, state, tc.weeks, ladder.OutcomeCounts{}, now)
+			if in.Rolling2.N != 15 || in.Rolling4.N != 1 {
+				t.Errorf("rolling-2 n %d (want 15, every epoch), rolling-4 n %d (want 1, the current epoch)", in.Rolling2.N, in.Rolling4.N)
+			}
+			res := rules.Evaluate(th, in)
+			var got ladder.Lane
+			if res.Move != nil {
+				got = res.Move.To
+			}
+			if got != tc.wantTo {
+				t.Errorf("move to %q, want %q (move %+v)", got, tc.wantTo, res.Move)
+			}
+		})
+	}
+}
+
+// TestFailedAuditDoublesRateInAnyLane: a failed audit of an item routed in
+// auto doubles the step's audit rate whatever the lane when its review
+// arrives (DESIGN.md §4) — here after a person pinned the step to propose.
+func TestFailedAuditDoublesRateInAnyLane(t *testing.T) {
+	s := newDemoService(t)
+	ctx := context.Background()
+	before, err := s.StepState(ctx, demoHuman, "bills", "read_bill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Lane != ladder.LaneAuto {
+		t.Fatalf("read_bill starts in %s, want auto", before.Lane)
+	}
+	rt, err := s.Route(ctx, demoAgent, RouteRequest{Step: "read_bill", Item: "B-77"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pin(ctx, demoHuman, "bills", "read_bill", PinRequest{Lane: string(ladder.LanePropose), Reason: "a carrier changed its format"}, true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Review(ctx, demoHuman, rt.ID, ReviewRequest{Verdict: "disagree", Severity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Review.Kind != ladder.ReviewAudit {
+		t.Fatalf("review kind %s, want audit (the item was routed in auto)", res.Review.Kind)
+	}
+	after, err := s.StepState(ctx, demoHuman, "bills", "read_bill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Min(2*before.AuditRate, 1)
+	if after.AuditRate != want {
+		t.Errorf("audit rate %v after a failed audit in propose, want %v (doubled from %v)", after.AuditRate, want, before.AuditRate)
+	}
+	if after.LastAuditFailAt.IsZero() {
+		t.Error("the failed audit is not recorded as the step's last audit failure")
+	}
+}
