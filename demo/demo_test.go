@@ -55,3 +55,28 @@ func TestDemoFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorErrorIsTheRulesFigure: the pack's operator error is the figure
+// the rules compare with, over the same window. For steps in auto that is
+// what their promotion to auto recorded (people handle none of their items
+// any more); before, the pack showed n 0 beside a promotion that used 160.
+func TestOperatorErrorIsTheRulesFigure(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	agent := e.Keys["vantrow-bills/agent"]
+	for _, step := range []string{"read_bill", "post_tms"} {
+		pack := e.Do("GET", "/v1/steps/bills/"+step+"/evidence", agent, nil).Body
+		op := pack["figures"].(map[string]any)["operator_error"].(map[string]any)
+		var promo map[string]any
+		for _, c := range pack["lane_changes"].([]any) {
+			if c := c.(map[string]any); c["to"] == "auto" && c["rule"] == "propose_to_auto" {
+				promo = c["numbers"].(map[string]any)
+			}
+		}
+		if promo == nil {
+			t.Fatalf("%s: no promotion to auto in the pack", step)
+		}
+		if op["n"] != promo["operator_n"] || op["errors"] != promo["operator_errors"] || op["n"].(float64) == 0 {
+			t.Errorf("%s: pack operator error n %v errors %v, promotion used n %v errors %v", step, op["n"], op["errors"], promo["operator_n"], promo["operator_errors"])
+		}
+	}
+}

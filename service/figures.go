@@ -137,13 +137,34 @@ func figures(weeks []ladder.WeekAgg) (Figures, int) {
 	}
 	f.Rolling2 = roundWindow(rolling(ws, 2))
 	f.Rolling4 = roundWindow(rolling(ws, 4))
-	op := ws.tail(4)
-	f.OperatorError = OperatorError{N: op.OpN, Errors: op.OpErrors}
-	if op.OpN > 0 {
-		r := round4(float64(op.OpErrors) / float64(op.OpN))
-		f.OperatorError.Rate = &r
-	}
 	return f, len(ws.rows)
+}
+
+// operatorErrorInForce is the operator error the lane rules compare the
+// agent's error with (propose → auto), over the same window: the current
+// epoch's last four weeks up to now (RuleInput). A step in auto has no
+// person-handled items to double-review, so for it the figure is the one its
+// promotion to auto used, as that lane change recorded it.
+func operatorErrorInForce(in rules.Input, lane ladder.Lane, changes []ladder.LaneChange) OperatorError {
+	n, errs := in.OperatorN, in.OperatorErrors
+	if lane == ladder.LaneAuto {
+		for i := len(changes) - 1; i >= 0; i-- {
+			c := changes[i]
+			if c.To != ladder.LaneAuto {
+				continue
+			}
+			if c.Rule == rules.RuleProposeToAuto {
+				n, errs = int(c.Numbers["operator_n"]), int(c.Numbers["operator_errors"])
+			}
+			break
+		}
+	}
+	op := OperatorError{N: n, Errors: errs}
+	if n > 0 {
+		r := round4(float64(errs) / float64(n))
+		op.Rate = &r
+	}
+	return op
 }
 
 func round4(x float64) float64 { return math.Round(x*10000) / 10000 }

@@ -588,7 +588,9 @@ func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (
 		p := round4(ot.PValue)
 		pack.OutcomeTest.PValue = &p
 	}
-	res := rules.Evaluate(th, RuleInput(st, state, weeks, oc, now))
+	in := RuleInput(st, state, weeks, oc, now)
+	pack.Figures.OperatorError = operatorErrorInForce(in, state.Lane, changes)
+	res := rules.Evaluate(th, in)
 	switch {
 	case res.Next != nil:
 		pack.NextMove = &NextMoveView{To: res.Next.To, Rule: res.Next.Rule, Needs: res.Next.Needs}
