@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ladderhq/ladder/gateway"
+	"github.com/ladderhq/ladder/internal/testenv"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while a test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemoInProcess runs `ladder demo` through run, as main does, and
+// uses what it prints and writes: the keys file signs in, the gateway file
+// names the server, and cancelling the context (Ctrl-C) stops it cleanly.
+func TestDemoInProcess(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	keysFile, gwFile := filepath.Join(dir, "keys.json"), filepath.Join(dir, "gateway.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--addr", addr, "--db", filepath.Join(dir, "demo.db"), "--keys", keysFile, "--gateway", gwFile},
+			func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("demo ended with %v\n%s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("demo did not stop within 20s of its context ending")
+		}
+	}()
+	url := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stdout.String(), url) || !fileExists(gwFile) {
+		if time.Now().After(deadline) {
+			t.Fatalf("demo not ready in 60s\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("demo ended early: %v\n%s", err, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var keys demoKeys
+	data, err := os.ReadFile(keysFile)
+	if err != nil || json.Unmarshal(data, &keys) != nil {
+		t.Fatalf("keys file: %v %s", err, data)
+	}
+	req, _ := http.NewRequest("GET", url+"/v1/steps", nil)
+	req.Header.Set("Authorization", "Bearer "+keys.Workspaces["vantrow-bills"]["agent"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"post_tms"`) {
+		t.Fatalf("GET /v1/steps with the demo's agent key: %d %s", resp.StatusCode, body)
+	}
+	if gw, _ := os.ReadFile(gwFile); !strings.Contains(string(gw), url) {
+		t.Errorf("gateway file does not name the server %s:\n%s", url, gw)
+	}
+	for _, want := range []string{"Seeded in", "vantrow-bills", keysFile} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// TestReferenceIsCurrent: docs/reference.md is what `ladder reference`
+// writes today; a change to a tool, a schema or a refusal that was not
+// regenerated fails here as well as in CI's generated-files check.
+func TestReferenceIsCurrent(t *testing.T) {
+	out, _, err := runCLI(t, nil, "reference", "--out", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("docs/reference.md is stale: run `go run ./cmd/ladder reference` (%d bytes generated, %d committed)", len(out), len(want))
+	}
+}
+
+// mcpLines runs `ladder mcp --stdio` with the given JSON-RPC lines on stdin
+// and returns the answers, one per line.
+func mcpLines(t *testing.T, env map[string]string, args []string, lines ...string) []map[string]any {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), append([]string{"mcp", "--stdio"}, args...), func(k string) string { return env[k] },
+		strings.NewReader(strings.Join(lines, "\n")+"\n"), &out, &errb)
+	if err != nil {
+		t.Fatalf("ladder mcp: %v\n%s", err, errb.String())
+	}
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("answer line %q: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	return got
+}
+
+// TestMCPStdioBridge drives `ladder mcp --stdio` both ways a desktop agent
+// starts it: against a server, and on a local store with --config/--db.
+// Each gets the same answers a POST /mcp gives, one line per request, and
+// a notification gets no line.
+func TestMCPStdioBridge(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	agent := e.Keys["vantrow-bills/agent"]
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"BILL-1"}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
+	}
+	check := func(t *testing.T, got []map[string]any) {
+		t.Helper()
+		if len(got) != 3 {
+			t.Fatalf("%d answers, want 3 (none for the notification): %v", len(got), got)
+		}
+		if got[0]["id"] != 1.0 || got[0]["result"].(map[string]any)["serverInfo"].(map[string]any)["name"] != "ladder" {
+			t.Errorf("initialize: %v", got[0])
+		}
+		res, _ := got[1]["result"].(map[string]any)
+		sc, _ := res["structuredContent"].(map[string]any)
+		if got[1]["id"] != 2.0 || sc["decision"] != "act_alone" {
+			t.Errorf("route_item: %v", got[1])
+		}
+		if got[2]["id"] != "three" || (got[2]["error"] == nil && got[2]["result"].(map[string]any)["isError"] != true) {
+			t.Errorf("unknown tool: %v", got[2])
+		}
+	}
+	t.Run("server", func(t *testing.T) {
+		check(t, mcpLines(t, map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": agent}, nil, lines...))
+	})
+	t.Run("local store", func(t *testing.T) {
+		cfg := writeDemoConfig(t)
+		db := filepath.Join(t.TempDir(), "ladder.db")
+		out, _, err := runCLI(t, nil, "keys", "create", "--config", cfg, "--db", db, "--workspace", "vantrow-bills", "--kind", "agent", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k struct{ Token string }
+		if err := json.Unmarshal([]byte(out), &k); err != nil {
+			t.Fatal(err)
+		}
+		check(t, mcpLines(t, nil, []string{"--config", cfg, "--db", db, "--key", k.Token}, lines...))
+	})
+	t.Run("refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"mcp"}, "--stdio"},
+			{[]string{"mcp", "--stdio"}, "--key"},
+			{[]string{"mcp", "--stdio", "--key", "k"}, "--server"},
+		} {
+			_, _, err := runCLI(t, nil, tc.args...)
+			if exitCode(err) != 3 || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want exit 3 naming %s", tc.args, err, tc.want)
+			}
+		}
+	})
+}
+
+// TestGatewayStdioInProcess serves ask_autonomy_ladder through run over a
+// pair of pipes, as a desktop agent would over the process's stdio, and
+// asks it about a step by the name seed 000's alias gives.
+func TestGatewayStdioInProcess(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	gwFile := filepath.Join(t.TempDir(), "gateway.yaml")
+	body := "workspaces:\n  vantrow-bills:\n    server: " + e.Server.URL + "\n    key: " + e.Keys["vantrow-bills/agent"] +
+		"\n  checkcall-loads:\n    server: " + e.Server.URL + "\n    key: " + e.Keys["checkcall-loads/agent"] +
+		"\naliases:\n  Check the fuel surcharge: Rate check\n"
+	if err := os.WriteFile(gwFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var errb bytes.Buffer
+		err := run(ctx, []string{"gateway", "--stdio", "--gateway", gwFile}, func(string) string { return "" }, inR, outW, &errb)
+		outW.Close()
+		done <- err
+	}()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "inprocess-gateway", Version: "1"}, nil).
+		Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask_autonomy_ladder", Arguments: map[string]any{"step": "Check the fuel surcharge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a gateway.Answer
+	data, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(data, &a); err != nil || res.IsError || a.Status != gateway.StatusFound || a.Name != "Rate check" || a.Workspace != "vantrow-bills" {
+		t.Fatalf("ask: %v %+v (%s)", err, a, data)
+	}
+	cs.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("gateway ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("gateway did not stop within 10s")
+	}
+}
