@@ -19,7 +19,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
-	"github.com/ladderhq/ladder/rules"
 )
 
 // Options configure a Service.
@@ -28,7 +27,7 @@ type Options struct {
 	Workspaces []ladder.Workspace
 	// Rules are per-step lane rules (class defaults with config overrides);
 	// a step without an entry gets its class defaults.
-	Rules map[ladder.StepKey]rules.Thresholds
+	Rules map[ladder.StepKey]ladder.Thresholds
 	// Runner executes capability calls (upstream.Pool).
 	Runner Runner
 	// ApprovalTTL is how long a pending approval waits (default 72h).
@@ -64,7 +63,7 @@ type Service struct {
 	store       ladder.Store
 	workspaces  map[string]*ladder.Workspace
 	order       []string
-	rules       map[ladder.StepKey]rules.Thresholds
+	rules       map[ladder.StepKey]ladder.Thresholds
 	auditSecret []byte
 	gates       map[string]*gate.Gate
 	now         func() time.Time
