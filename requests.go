@@ -5,6 +5,39 @@ import (
 	"time"
 )
 
+// RouteRequest asks for a decision for one item at one step.
+type RouteRequest struct {
+	Queue    string          `json:"queue,omitempty"`
+	Step     string          `json:"step"`
+	Item     string          `json:"item"`
+	Features json.RawMessage `json:"features,omitempty"`
+}
+
+// ReviewRequest is a person's verdict on a routed item.
+type ReviewRequest struct {
+	Verdict       string          `json:"verdict"`
+	Correction    json.RawMessage `json:"correction,omitempty"`
+	Severity      int             `json:"severity,omitempty"`
+	OperatorError *bool           `json:"operator_error,omitempty"`
+	Note          string          `json:"note,omitempty"`
+	Adjudication  bool            `json:"adjudication,omitempty"`
+}
+
+// OutcomeRequest reports the downstream result of an item.
+type OutcomeRequest struct {
+	Queue     string `json:"queue,omitempty"`
+	Step      string `json:"step"`
+	Item      string `json:"item"`
+	HandledBy string `json:"handled_by"`
+	OK        *bool  `json:"ok"`
+}
+
+// PinRequest pins a step to a lane (or unpins it).
+type PinRequest struct {
+	Lane   string `json:"lane,omitempty"`
+	Reason string `json:"reason"`
+}
+
 // DecideRequest is a person's decision on an approval.
 type DecideRequest struct {
 	// Payload, when set on approve, replaces the proposal (edit, then
@@ -39,37 +72,4 @@ type KeyRequest struct {
 	Name      string  `json:"name,omitempty"`
 	// ExpiresIn, when non-zero, makes the key expire that long after creation.
 	ExpiresIn time.Duration `json:"-"`
-}
-
-// RouteRequest asks for a decision for one item at one step.
-type RouteRequest struct {
-	Queue    string          `json:"queue,omitempty"`
-	Step     string          `json:"step"`
-	Item     string          `json:"item"`
-	Features json.RawMessage `json:"features,omitempty"`
-}
-
-// ReviewRequest is a person's verdict on a routed item.
-type ReviewRequest struct {
-	Verdict       string          `json:"verdict"`
-	Correction    json.RawMessage `json:"correction,omitempty"`
-	Severity      int             `json:"severity,omitempty"`
-	OperatorError *bool           `json:"operator_error,omitempty"`
-	Note          string          `json:"note,omitempty"`
-	Adjudication  bool            `json:"adjudication,omitempty"`
-}
-
-// OutcomeRequest reports the downstream result of an item.
-type OutcomeRequest struct {
-	Queue     string `json:"queue,omitempty"`
-	Step      string `json:"step"`
-	Item      string `json:"item"`
-	HandledBy string `json:"handled_by"`
-	OK        *bool  `json:"ok"`
-}
-
-// PinRequest pins a step to a lane (or unpins it).
-type PinRequest struct {
-	Lane   string `json:"lane,omitempty"`
-	Reason string `json:"reason"`
 }

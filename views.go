@@ -2,75 +2,6 @@ package ladder
 
 import "time"
 
-// BacktestMove is one lane change, actual or simulated, in a backtest.
-type BacktestMove struct {
-	Week    int                `json:"week"`
-	ISOWeek string             `json:"iso_week"`
-	At      time.Time          `json:"at"`
-	From    Lane               `json:"from"`
-	To      Lane               `json:"to"`
-	Rule    string             `json:"rule"`
-	Numbers map[string]float64 `json:"numbers,omitempty"`
-}
-
-// BacktestStep is one step's replay: the lane changes that happened and
-// the ones the given rules would have made, week by week.
-type BacktestStep struct {
-	Workspace string         `json:"workspace"`
-	Queue     string         `json:"queue"`
-	Step      string         `json:"step"`
-	Name      string         `json:"name"`
-	StartLane Lane           `json:"start_lane"`
-	Actual    []BacktestMove `json:"actual"`
-	Simulated []BacktestMove `json:"simulated"`
-	EndActual Lane           `json:"end_actual"`
-	EndSim    Lane           `json:"end_simulated"`
-}
-
-// WeekRow is one week of an evidence pack's weekly figures.
-type WeekRow struct {
-	Week        int      `json:"week"`
-	ISOWeek     string   `json:"iso_week"`
-	N           int      `json:"n"`
-	Agreements  int      `json:"agreements"`
-	Accuracy    *float64 `json:"accuracy"`
-	WilsonLower float64  `json:"wilson_lower"`
-	WilsonUpper float64  `json:"wilson_upper"`
-}
-
-// OperatorError is the share of double-reviewed human-handled items where
-// the second reviewer found the first wrong.
-type OperatorError struct {
-	N      int      `json:"n"`
-	Errors int      `json:"errors"`
-	Rate   *float64 `json:"rate"`
-}
-
-// Figures are a step's weekly and pooled figures.
-type Figures struct {
-	Weekly        []WeekRow     `json:"weekly"`
-	Rolling2      Window        `json:"rolling_2"`
-	Rolling4      Window        `json:"rolling_4"`
-	OperatorError OperatorError `json:"operator_error"`
-}
-
-// Tool-definition changes, as ToolDefinitionChange.Change says them.
-const (
-	DefinitionChanged = "changed"
-	DefinitionAdded   = "added"
-	DefinitionRemoved = "removed"
-)
-
-// ToolDefinitionChange is a capability whose definition differs from the
-// one the previous start recorded for its workspace.
-type ToolDefinitionChange struct {
-	Workspace  string `json:"workspace"`
-	Capability string `json:"capability"`
-	Change     string `json:"change"`             // changed, added or removed
-	OldHash    string `json:"old_hash,omitempty"` // "" when added
-	NewHash    string `json:"new_hash,omitempty"` // "" when removed
-}
-
 // ReviewResult is what recording a review did.
 type ReviewResult struct {
 	Review     Review      `json:"review"`
@@ -139,4 +70,46 @@ type EvidencePack struct {
 	Thresholds          Thresholds    `json:"thresholds"`
 	// Sentence is the text content's first sentence(s) (seed 000).
 	Sentence string `json:"-"`
+}
+
+// BacktestMove is one lane change, actual or simulated, in a backtest.
+type BacktestMove struct {
+	Week    int                `json:"week"`
+	ISOWeek string             `json:"iso_week"`
+	At      time.Time          `json:"at"`
+	From    Lane               `json:"from"`
+	To      Lane               `json:"to"`
+	Rule    string             `json:"rule"`
+	Numbers map[string]float64 `json:"numbers,omitempty"`
+}
+
+// BacktestStep is one step's replay: the lane changes that happened and
+// the ones the given rules would have made, week by week.
+type BacktestStep struct {
+	Workspace string         `json:"workspace"`
+	Queue     string         `json:"queue"`
+	Step      string         `json:"step"`
+	Name      string         `json:"name"`
+	StartLane Lane           `json:"start_lane"`
+	Actual    []BacktestMove `json:"actual"`
+	Simulated []BacktestMove `json:"simulated"`
+	EndActual Lane           `json:"end_actual"`
+	EndSim    Lane           `json:"end_simulated"`
+}
+
+// Tool-definition changes, as ToolDefinitionChange.Change says them.
+const (
+	DefinitionChanged = "changed"
+	DefinitionAdded   = "added"
+	DefinitionRemoved = "removed"
+)
+
+// ToolDefinitionChange is a capability whose definition differs from the
+// one the previous start recorded for its workspace.
+type ToolDefinitionChange struct {
+	Workspace  string `json:"workspace"`
+	Capability string `json:"capability"`
+	Change     string `json:"change"`             // changed, added or removed
+	OldHash    string `json:"old_hash,omitempty"` // "" when added
+	NewHash    string `json:"new_hash,omitempty"` // "" when removed
 }

@@ -2,6 +2,13 @@
 // over MCP with the go-sdk client). Its errors are *ladder.Error values
 // carrying the server's refusal names, so a caller branches on the same
 // codes the API documents.
+//
+// It depends on the root package alone for the contract: Client takes and
+// returns the root's request, answer and view types and implements its
+// service interfaces (ladder.LadderService, ApprovalService, GateService,
+// CapabilityService) bound to its key, as service.Caller does in process;
+// MCP implements ladder.StepReader. It never imports the service, the
+// gate's CEL engine or a store (the root's TestLayering fails if it does).
 package client
 
 import (

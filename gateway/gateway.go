@@ -8,6 +8,11 @@
 // matches in two workspaces is named in both, never picked silently; and a
 // workspace that is down or refuses its key is named while the others
 // still answer.
+//
+// It asks each workspace through ladder.StepReader (client.MCP dials it)
+// and matches names with ladder.MatchStep, so it depends on the root
+// package and the client only, never on the service, the gate's CEL engine
+// or a store (the root's TestLayering fails if it does).
 package gateway
 
 import (

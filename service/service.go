@@ -3,6 +3,13 @@
 // items, record reviews, move lanes, build evidence packs — over a
 // ladder.Store, and returns *ladder.Error refusals that every surface renders
 // the same way. It holds no state another replica needs.
+//
+// The contract it serves is the root package's: the requests it takes and
+// the answers and views it returns are ladder types (ladder.RouteRequest,
+// ladder.EvidencePack, …), and Service.As binds it to one caller as a
+// Caller that implements the root service interfaces, the same ones
+// client.Client implements over REST. Its methods take the caller's
+// ladder.Principal because the surfaces authenticate before they call.
 package service
 
 import (

@@ -2,8 +2,10 @@
 // of agreements, Wilson score intervals, rolling windows over weekly counts
 // and the non-inferiority test of outcome failure rates (DESIGN.md §4).
 //
-// It is pure: no clock, no I/O, no state, and only the standard library, so
-// every figure in an evidence pack can be recomputed from its inputs.
+// It is pure: no clock, no I/O, no state, so every figure in an evidence
+// pack can be recomputed from its inputs. Besides the standard library it
+// imports only the root package, whose plain value types (ladder.Window,
+// ladder.OutcomeGroup, ladder.NIState) are what it computes.
 package stats
 
 import (
