@@ -4,6 +4,15 @@
 // interfaces the rest of the program implements, and the Error type whose
 // codes every surface (REST, MCP, CLI) shares.
 //
+// It owns the contract: the request, answer and view types every surface
+// and client shares (requests.go, views.go, approval_views.go,
+// gate_views.go, with the figures, thresholds and gate scores they are made
+// of) and the service interfaces a caller bound to one key uses
+// (LadderService, ApprovalService, GateService, CapabilityService in
+// service.go), implemented in process by service.Caller and over REST by
+// client.Client. A client therefore needs this package alone, not the
+// service, the gate's CEL engine or a store; TestLayering holds that.
+//
 // It imports only the standard library; each outside dependency lives in a
 // package of its own (see DESIGN.md §9).
 package ladder

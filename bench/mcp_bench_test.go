@@ -137,7 +137,7 @@ func ladderHandler(b *testing.B, workspace string, runner service.Runner) (http.
 	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := svc.CreateKey(ctx, "bench", service.KeyRequest{Workspace: workspace, Kind: ladder.KeyAgent, Name: "bench agent"})
+	_, token, err := svc.CreateKey(ctx, "bench", ladder.KeyRequest{Workspace: workspace, Kind: ladder.KeyAgent, Name: "bench agent"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,13 @@
 // over MCP with the go-sdk client). Its errors are *ladder.Error values
 // carrying the server's refusal names, so a caller branches on the same
 // codes the API documents.
+//
+// It depends on the root package alone for the contract: Client takes and
+// returns the root's request, answer and view types and implements its
+// service interfaces (ladder.LadderService, ApprovalService, GateService,
+// CapabilityService) bound to its key, as service.Caller does in process;
+// MCP implements ladder.StepReader. It never imports the service, the
+// gate's CEL engine or a store (the root's TestLayering fails if it does).
 package client
 
 import (
@@ -16,7 +23,6 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // Client is a REST client for one server and one key.
@@ -25,6 +31,13 @@ type Client struct {
 	Key     string
 	HTTP    *http.Client
 }
+
+var (
+	_ ladder.LadderService     = (*Client)(nil)
+	_ ladder.ApprovalService   = (*Client)(nil)
+	_ ladder.GateService       = (*Client)(nil)
+	_ ladder.CapabilityService = (*Client)(nil)
+)
 
 // New returns a client with a 30-second timeout.
 func New(baseURL, key string) *Client {
@@ -80,8 +93,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 // Steps lists which steps run alone (GET /v1/steps).
-func (c *Client) Steps(ctx context.Context, queue string) (service.StepsView, error) {
-	var v service.StepsView
+func (c *Client) Steps(ctx context.Context, queue string) (ladder.StepsView, error) {
+	var v ladder.StepsView
 	path := "/v1/steps"
 	if queue != "" {
 		path += "?queue=" + url.QueryEscape(queue)
@@ -91,8 +104,8 @@ func (c *Client) Steps(ctx context.Context, queue string) (service.StepsView, er
 
 // Evidence returns a step's evidence pack. queue may be empty when the step
 // id or name is unique in the workspace.
-func (c *Client) Evidence(ctx context.Context, queue, step string) (service.EvidencePack, error) {
-	var p service.EvidencePack
+func (c *Client) Evidence(ctx context.Context, queue, step string) (ladder.EvidencePack, error) {
+	var p ladder.EvidencePack
 	if queue == "" {
 		queue = "-"
 	}
@@ -100,25 +113,25 @@ func (c *Client) Evidence(ctx context.Context, queue, step string) (service.Evid
 }
 
 // Route asks for a decision (POST /v1/route).
-func (c *Client) Route(ctx context.Context, req service.RouteRequest) (ladder.Route, error) {
+func (c *Client) Route(ctx context.Context, req ladder.RouteRequest) (ladder.Route, error) {
 	var r ladder.Route
 	return r, c.do(ctx, http.MethodPost, "/v1/route", req, &r)
 }
 
 // Review records a person's verdict on a route.
-func (c *Client) Review(ctx context.Context, routeID string, req service.ReviewRequest) (service.ReviewResult, error) {
-	var r service.ReviewResult
+func (c *Client) Review(ctx context.Context, routeID string, req ladder.ReviewRequest) (ladder.ReviewResult, error) {
+	var r ladder.ReviewResult
 	return r, c.do(ctx, http.MethodPost, "/v1/routes/"+url.PathEscape(routeID)+"/review", req, &r)
 }
 
 // Outcome records an item's downstream outcome.
-func (c *Client) Outcome(ctx context.Context, req service.OutcomeRequest) (ladder.Outcome, error) {
+func (c *Client) Outcome(ctx context.Context, req ladder.OutcomeRequest) (ladder.Outcome, error) {
 	var o ladder.Outcome
 	return o, c.do(ctx, http.MethodPost, "/v1/outcomes", req, &o)
 }
 
 // Pin pins (or, with pin false, unpins) a step.
-func (c *Client) Pin(ctx context.Context, queue, step string, req service.PinRequest, pin bool) (ladder.StepState, error) {
+func (c *Client) Pin(ctx context.Context, queue, step string, req ladder.PinRequest, pin bool) (ladder.StepState, error) {
 	var st ladder.StepState
 	verb := "pin"
 	if !pin {

@@ -6,14 +6,14 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder"
 )
 
 // GateFunctions lists the gate cases of the key's workspace and their
 // precondition functions (GET /v1/gate/functions); caseID "" lists every
 // case.
-func (c *Client) GateFunctions(ctx context.Context, caseID string) (service.GateFunctionsView, error) {
-	var v service.GateFunctionsView
+func (c *Client) GateFunctions(ctx context.Context, caseID string) (ladder.GateFunctionsView, error) {
+	var v ladder.GateFunctionsView
 	path := "/v1/gate/functions"
 	if caseID != "" {
 		path += "?case=" + url.QueryEscape(caseID)
@@ -23,14 +23,14 @@ func (c *Client) GateFunctions(ctx context.Context, caseID string) (service.Gate
 
 // Authorize asks the evidence gate for a decision (POST /v1/gate/authorize).
 // A decision, PASS or not, is a result; only GateState PASS authorizes.
-func (c *Client) Authorize(ctx context.Context, req service.AuthorizeRequest) (service.GateResult, error) {
-	var r service.GateResult
+func (c *Client) Authorize(ctx context.Context, req ladder.AuthorizeRequest) (ladder.GateResult, error) {
+	var r ladder.GateResult
 	return r, c.do(ctx, http.MethodPost, "/v1/gate/authorize", req, &r)
 }
 
 // GateHistory reads one page of recorded gate decisions, newest first
 // (GET /v1/gate/history).
-func (c *Client) GateHistory(ctx context.Context, req service.GateHistoryRequest) (service.GateHistoryPage, error) {
+func (c *Client) GateHistory(ctx context.Context, req ladder.GateHistoryRequest) (ladder.GateHistoryPage, error) {
 	q := url.Values{}
 	for name, v := range map[string]string{"case": req.Case, "precondition_fn": req.PreconditionFn, "action_id": req.ActionID,
 		"gate_state": req.GateState, "since": req.Since, "until": req.Until, "cursor": req.Cursor} {
@@ -45,6 +45,6 @@ func (c *Client) GateHistory(ctx context.Context, req service.GateHistoryRequest
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var p service.GateHistoryPage
+	var p ladder.GateHistoryPage
 	return p, c.do(ctx, http.MethodGet, path, nil, &p)
 }

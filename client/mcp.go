@@ -13,7 +13,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // MCP is a session with a ladder server's MCP endpoint (POST /mcp) as one
@@ -25,6 +24,8 @@ type MCP struct {
 	server  string
 	session *sdk.ClientSession
 }
+
+var _ ladder.StepReader = (*MCP)(nil)
 
 // MCPOptions tune ConnectMCP. The zero value is usable.
 type MCPOptions struct {
@@ -117,34 +118,34 @@ func (m *MCP) CallTool(ctx context.Context, name string, args, out any) (string,
 	return text, nil
 }
 
-// WhichStepsRunAlone calls which_steps_run_alone (queue may be empty for
-// every queue). The view's Sentence is the text content's first line.
-func (m *MCP) WhichStepsRunAlone(ctx context.Context, queue string) (service.StepsView, error) {
-	var v service.StepsView
+// Steps calls which_steps_run_alone (queue may be empty for every queue).
+// The view's Sentence is the text content's first line.
+func (m *MCP) Steps(ctx context.Context, queue string) (ladder.StepsView, error) {
+	var v ladder.StepsView
 	args := map[string]any{}
 	if queue != "" {
 		args["queue"] = queue
 	}
 	text, err := m.CallTool(ctx, "which_steps_run_alone", args, &v)
 	if err != nil {
-		return service.StepsView{}, err
+		return ladder.StepsView{}, err
 	}
 	v.Sentence, _, _ = strings.Cut(text, "\n")
 	return v, nil
 }
 
-// StepEvidence calls step_evidence with {"step": step} (and queue, when
-// not empty). An unknown step is a *ladder.Error with code STEP_NOT_FOUND
-// whose message is the server's sentence (IsToolError reports true).
-func (m *MCP) StepEvidence(ctx context.Context, step, queue string) (service.EvidencePack, error) {
-	var p service.EvidencePack
+// Evidence calls step_evidence with {"step": step} (and queue, when not
+// empty). An unknown step is a *ladder.Error with code STEP_NOT_FOUND whose
+// message is the server's sentence (IsToolError reports true).
+func (m *MCP) Evidence(ctx context.Context, queue, step string) (ladder.EvidencePack, error) {
+	var p ladder.EvidencePack
 	args := map[string]any{"step": step}
 	if queue != "" {
 		args["queue"] = queue
 	}
 	text, err := m.CallTool(ctx, "step_evidence", args, &p)
 	if err != nil {
-		return service.EvidencePack{}, err
+		return ladder.EvidencePack{}, err
 	}
 	p.Sentence = text
 	return p, nil

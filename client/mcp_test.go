@@ -32,7 +32,7 @@ func TestMCP(t *testing.T) {
 	}
 	defer m.Close()
 
-	v, err := m.WhichStepsRunAlone(ctx, "")
+	v, err := m.Steps(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestMCP(t *testing.T) {
 		t.Fatalf("which_steps_run_alone: %+v", v)
 	}
 
-	p, err := m.StepEvidence(ctx, "Decide hold or release", "")
+	p, err := m.Evidence(ctx, "", "Decide hold or release")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestMCP(t *testing.T) {
 		t.Fatalf("step_evidence: %+v", p)
 	}
 
-	_, err = m.StepEvidence(ctx, "Reticulate splines", "")
+	_, err = m.Evidence(ctx, "", "Reticulate splines")
 	var le *ladder.Error
 	if !errors.As(err, &le) || le.Code != ladder.CodeStepNotFound || !client.IsToolError(err) || !strings.Contains(le.Message, "No step matches") || !strings.Contains(le.Hint, "which_steps_run_alone") {
 		t.Fatalf("unknown step: %#v", err)

@@ -173,7 +173,7 @@ type Step struct {
 	Description string
 	// Rules are the step's changes to the class default thresholds; apply
 	// them with rules.Defaults(s.Class).With(&s.Rules).
-	Rules rules.Overrides
+	Rules ladder.ThresholdOverrides
 }
 
 // Load reads and checks the config file at path. Errors name path.
@@ -421,13 +421,13 @@ func (w *Workspace) Domain() ladder.Workspace {
 // workspace's compiled gate.
 type Parts struct {
 	Workspaces []ladder.Workspace
-	Rules      map[ladder.StepKey]rules.Thresholds
+	Rules      map[ladder.StepKey]ladder.Thresholds
 	Gates      map[string]*gate.Gate
 }
 
 // Parts returns the configuration as the service takes it.
 func (c *Config) Parts() Parts {
-	p := Parts{Rules: map[ladder.StepKey]rules.Thresholds{}, Gates: map[string]*gate.Gate{}}
+	p := Parts{Rules: map[ladder.StepKey]ladder.Thresholds{}, Gates: map[string]*gate.Gate{}}
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]
 		p.Workspaces = append(p.Workspaces, w.Domain())

@@ -204,7 +204,7 @@ func TestDemoGate(t *testing.T) {
 	}
 }
 
-func mustFunctions(t *testing.T, g *gate.Gate, id string) []gate.FunctionInfo {
+func mustFunctions(t *testing.T, g *gate.Gate, id string) []ladder.GateFunctionInfo {
 	t.Helper()
 	fns, err := g.Functions(id)
 	if err != nil {

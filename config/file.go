@@ -1,8 +1,8 @@
 package config
 
 import (
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
-	"github.com/ladderhq/ladder/rules"
 )
 
 // The file* types are the shape of the YAML file, field for field. They are
@@ -52,15 +52,15 @@ type fileQueue struct {
 }
 
 type fileStep struct {
-	ID           string           `yaml:"id" json:"id" jsonschema:"Step id, unique in the workspace (post_tms)."`
-	Name         string           `yaml:"name" json:"name" jsonschema:"Plain name people and agents ask by (Post to the TMS)."`
-	Description  string           `yaml:"description,omitempty" json:"description,omitempty" jsonschema:"What the step covers, for people reading the evidence."`
-	MoneyMoving  bool             `yaml:"money_moving,omitempty" json:"money_moving,omitempty" jsonschema:"Whether the step moves money. Money-moving steps are risk class A. Default false."`
-	Class        string           `yaml:"class,omitempty" json:"class,omitempty" jsonschema:"Risk class: A (money-moving, stricter rules) or B. Default A if money_moving, else B."`
-	Lane         string           `yaml:"lane,omitempty" json:"lane,omitempty" jsonschema:"Lane the step starts in on an empty database: human_only, shadow, propose or auto. Default shadow."`
-	AuditRate    *float64         `yaml:"audit_rate,omitempty" json:"audit_rate,omitempty" jsonschema:"Starting share of auto items sampled for audit, in (0, 1]. Default: computed from the auto threshold and weekly_volume."`
-	WeeklyVolume *int             `yaml:"weekly_volume,omitempty" json:"weekly_volume,omitempty" jsonschema:"Expected items per week, for the starting audit rate. Must be positive."`
-	Rules        *rules.Overrides `yaml:"rules,omitempty" json:"rules,omitempty" jsonschema:"Per-step changes to the lane rules; an absent field keeps the class default."`
+	ID           string                     `yaml:"id" json:"id" jsonschema:"Step id, unique in the workspace (post_tms)."`
+	Name         string                     `yaml:"name" json:"name" jsonschema:"Plain name people and agents ask by (Post to the TMS)."`
+	Description  string                     `yaml:"description,omitempty" json:"description,omitempty" jsonschema:"What the step covers, for people reading the evidence."`
+	MoneyMoving  bool                       `yaml:"money_moving,omitempty" json:"money_moving,omitempty" jsonschema:"Whether the step moves money. Money-moving steps are risk class A. Default false."`
+	Class        string                     `yaml:"class,omitempty" json:"class,omitempty" jsonschema:"Risk class: A (money-moving, stricter rules) or B. Default A if money_moving, else B."`
+	Lane         string                     `yaml:"lane,omitempty" json:"lane,omitempty" jsonschema:"Lane the step starts in on an empty database: human_only, shadow, propose or auto. Default shadow."`
+	AuditRate    *float64                   `yaml:"audit_rate,omitempty" json:"audit_rate,omitempty" jsonschema:"Starting share of auto items sampled for audit, in (0, 1]. Default: computed from the auto threshold and weekly_volume."`
+	WeeklyVolume *int                       `yaml:"weekly_volume,omitempty" json:"weekly_volume,omitempty" jsonschema:"Expected items per week, for the starting audit rate. Must be positive."`
+	Rules        *ladder.ThresholdOverrides `yaml:"rules,omitempty" json:"rules,omitempty" jsonschema:"Per-step changes to the lane rules; an absent field keeps the class default."`
 }
 
 type fileCapability struct {

@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // ScreenshotsEnv names the folder the browser test saves its screenshots
@@ -189,7 +188,7 @@ func TestBrowser(t *testing.T) {
 	// approver both lanes beside the buttons.
 	pinned := requestApproval(t, e, "B-1004")
 	if _, err := e.Svc.Pin(context.Background(), ladder.Principal{KeyID: ladder.KeyID(e.Keys[ws+"/human"]), Workspace: ws, Kind: ladder.KeyHuman},
-		"bills", "rate_check", service.PinRequest{Lane: "human_only", Reason: "rate table under review"}, true); err != nil {
+		"bills", "rate_check", ladder.PinRequest{Lane: "human_only", Reason: "rate table under review"}, true); err != nil {
 		t.Fatal(err)
 	}
 	run("lane changed since the proposal",

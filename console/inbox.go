@@ -36,14 +36,14 @@ type stepBrief struct {
 type item struct {
 	Kind     string
 	At       time.Time
-	Approval *service.ApprovalView
+	Approval *ladder.ApprovalView
 	Route    *ladder.Route
 	Step     *stepBrief
-	Gate     *service.GateResult
+	Gate     *ladder.GateResult
 	Proposal string // the agent's proposal, indented JSON
 	Reviewed *ladder.Review
 	// Lanes are a step-tied approval's lane when proposed and now.
-	Lanes service.StepLanes
+	Lanes ladder.StepLanes
 }
 
 // ID is the item's id (approval or route).
@@ -112,11 +112,11 @@ func (l *lookups) review(queue, step, routeID string) (ladder.Review, bool) {
 }
 
 // gateFor finds the gate decision an approval was held by.
-func (l *lookups) gateFor(a ladder.Approval) *service.GateResult {
+func (l *lookups) gateFor(a ladder.Approval) *ladder.GateResult {
 	if a.GateDecisionID == "" {
 		return nil
 	}
-	req := service.GateHistoryRequest{Since: a.CreatedAt.Add(-5 * time.Minute).Format(time.RFC3339Nano), Until: a.CreatedAt.Add(time.Minute).Format(time.RFC3339Nano), Limit: 100}
+	req := ladder.GateHistoryRequest{Since: a.CreatedAt.Add(-5 * time.Minute).Format(time.RFC3339Nano), Until: a.CreatedAt.Add(time.Minute).Format(time.RFC3339Nano), Limit: 100}
 	pg, err := l.h.svc.GateHistory(l.ctx, l.ws, req)
 	if err != nil {
 		return nil
@@ -140,7 +140,7 @@ func indentJSON(raw json.RawMessage) string {
 	return buf.String()
 }
 
-func (l *lookups) approvalItem(a service.ApprovalView) item {
+func (l *lookups) approvalItem(a ladder.ApprovalView) item {
 	it := item{Kind: itemApproval, At: a.CreatedAt, Approval: &a, Proposal: indentJSON(a.Payload)}
 	if a.Status == ladder.ApprovalShadow {
 		it.Kind = itemShadow
@@ -355,7 +355,7 @@ func payloadFromForm(c ladder.Capability, orig json.RawMessage, r *http.Request)
 func (h *Handler) approve(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
 	id := r.PathValue("id")
-	req := service.DecideRequest{Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	req := ladder.DecideRequest{Reason: strings.TrimSpace(r.PostFormValue("reason"))}
 	if r.PostFormValue("mode") == "edited" {
 		a, err := h.svc.ApprovalStatus(r.Context(), p, id)
 		if err != nil {
@@ -402,7 +402,7 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) reject(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
-	_, err := h.svc.Reject(r.Context(), p, r.PathValue("id"), service.DecideRequest{Reason: strings.TrimSpace(r.PostFormValue("reason"))})
+	_, err := h.svc.Reject(r.Context(), p, r.PathValue("id"), ladder.DecideRequest{Reason: strings.TrimSpace(r.PostFormValue("reason"))})
 	if err != nil {
 		e := ladder.AsError(err)
 		if f, _ := e.Data["field"].(string); f == "reason" {
@@ -454,7 +454,7 @@ func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, status int, 
 
 func (h *Handler) review(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
-	req := service.ReviewRequest{Verdict: r.PostFormValue("verdict"), Note: strings.TrimSpace(r.PostFormValue("note"))}
+	req := ladder.ReviewRequest{Verdict: r.PostFormValue("verdict"), Note: strings.TrimSpace(r.PostFormValue("note"))}
 	errs := map[string]string{}
 	if s := r.PostFormValue("severity"); s != "" {
 		n, err := strconv.Atoi(s)

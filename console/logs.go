@@ -8,13 +8,12 @@ import (
 	"strconv"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // gateData is the gate history page's data.
 type gateData struct {
-	Filter service.GateHistoryRequest
-	Page   service.GateHistoryPage
+	Filter ladder.GateHistoryRequest
+	Page   ladder.GateHistoryPage
 	Next   template.URL // the next page's link
 	Error  *ladder.Error
 	States []string
@@ -23,7 +22,7 @@ type gateData struct {
 func (h *Handler) gateHistory(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
 	q := r.URL.Query()
-	f := service.GateHistoryRequest{Case: q.Get("case"), PreconditionFn: q.Get("precondition_fn"), ActionID: q.Get("action_id"), GateState: q.Get("gate_state"),
+	f := ladder.GateHistoryRequest{Case: q.Get("case"), PreconditionFn: q.Get("precondition_fn"), ActionID: q.Get("action_id"), GateState: q.Get("gate_state"),
 		Since: q.Get("since"), Until: q.Get("until"), Cursor: q.Get("cursor"), Limit: 25}
 	d := gateData{Filter: f, States: []string{"PASS", "ESCALATE", "BYPASS_TO_HUMAN"}}
 	status := http.StatusOK

@@ -77,11 +77,11 @@ func TestReplicasSessions(t *testing.T) {
 	})
 	a, bb := startPGReplica(t, dsn, schema), startPGReplica(t, dsn, schema)
 	ctx := context.Background()
-	k, human, err := a.svc.CreateKey(ctx, "test", service.KeyRequest{Workspace: ws, Kind: ladder.KeyHuman})
+	k, human, err := a.svc.CreateKey(ctx, "test", ladder.KeyRequest{Workspace: ws, Kind: ladder.KeyHuman})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, agent, err := a.svc.CreateKey(ctx, "test", service.KeyRequest{Workspace: ws, Kind: ladder.KeyAgent})
+	_, agent, err := a.svc.CreateKey(ctx, "test", ladder.KeyRequest{Workspace: ws, Kind: ladder.KeyAgent})
 	if err != nil {
 		t.Fatal(err)
 	}

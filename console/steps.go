@@ -8,9 +8,6 @@ import (
 	"strings"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/rules"
-	"github.com/ladderhq/ladder/service"
-	"github.com/ladderhq/ladder/stats"
 )
 
 // windowView is a pooled window as the pages print it.
@@ -23,7 +20,7 @@ type windowView struct {
 
 func num4(x float64) string { return fmt.Sprintf("%.4f", x) }
 
-func newWindowView(w stats.Window) windowView {
+func newWindowView(w ladder.Window) windowView {
 	v := windowView{From: w.From, To: w.To, N: w.N, Agreements: w.Agreements, Accuracy: "—", Percent: "—", Lower: num4(w.WilsonLower), Upper: num4(w.WilsonUpper)}
 	if w.Accuracy != nil {
 		v.Accuracy, v.Percent = num4(*w.Accuracy), fmt.Sprintf("%.1f%%", 100**w.Accuracy)
@@ -33,7 +30,7 @@ func newWindowView(w stats.Window) windowView {
 
 // stepRow is one row of the steps table.
 type stepRow struct {
-	service.StepSummary
+	ladder.StepSummary
 	Pinned   bool
 	Rolling4 windowView
 	Next     string
@@ -41,7 +38,7 @@ type stepRow struct {
 }
 
 // nextText says the next move and how far the step is from it.
-func nextText(nm *service.NextMoveView) (string, string) {
+func nextText(nm *ladder.NextMoveView) (string, string) {
 	if nm == nil {
 		return "none", ""
 	}
@@ -141,7 +138,7 @@ type chartLine struct {
 
 // newChart lays out the weekly figures with their Wilson band and the lane
 // thresholds.
-func newChart(weeks []service.WeekRow, th rules.Thresholds) chart {
+func newChart(weeks []ladder.WeekRow, th ladder.Thresholds) chart {
 	c := chart{W: 640, H: 280, Left: 48, Right: 150, Top: 16, Bottom: 36}
 	lo := math.Min(th.ProposeLower, th.AutoLower)
 	for _, wk := range weeks {
@@ -195,7 +192,7 @@ type weekView struct {
 
 // stepData is the step page's data.
 type stepData struct {
-	Pack      service.EvidencePack
+	Pack      ladder.EvidencePack
 	Chart     chart
 	Weeks     []weekView
 	Rolling2  windowView
@@ -259,7 +256,7 @@ func (h *Handler) pin(pin bool) handlerFunc {
 		if _, err := h.svc.Evidence(r.Context(), p.Workspace, queue, step); err != nil {
 			return err
 		}
-		req := service.PinRequest{Lane: r.PostFormValue("lane"), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+		req := ladder.PinRequest{Lane: r.PostFormValue("lane"), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
 		if _, err := h.svc.Pin(r.Context(), p, queue, step, req, pin); err != nil {
 			e := ladder.AsError(err)
 			if f, _ := e.Data["field"].(string); e.Code == ladder.CodeInvalidArgument && f != "" {

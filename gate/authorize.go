@@ -12,13 +12,15 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/ladderhq/ladder"
 )
 
 // Cases lists every case with its authorizable functions, in declaration
 // order; bypass_to_human commits are left out because evidence cannot
 // authorize them.
-func (g *Gate) Cases() []CaseInfo {
-	out := make([]CaseInfo, len(g.cases))
+func (g *Gate) Cases() []ladder.GateCaseInfo {
+	out := make([]ladder.GateCaseInfo, len(g.cases))
 	for i, c := range g.cases {
 		out[i] = c.info
 		out[i].Functions = slices.Clone(c.info.Functions)
@@ -28,7 +30,7 @@ func (g *Gate) Cases() []CaseInfo {
 
 // Functions lists the authorizable functions of one case, in declaration
 // order. The error is a *LookupError (ErrUnknownCase) for an unknown case.
-func (g *Gate) Functions(caseID string) ([]FunctionInfo, error) {
+func (g *Gate) Functions(caseID string) ([]ladder.GateFunctionInfo, error) {
 	c, err := g.lookupCase(caseID)
 	if err != nil {
 		return nil, err
@@ -195,7 +197,7 @@ func (c *compiledCase) decide(f *compiledFn, ev map[string]any) Decision {
 		dry      int
 	)
 	finish := func(flt *fault) Decision {
-		d.Scores = Scores{Relevance: s.dims[0], Coverage: s.dims[1], Ordering: s.dims[2], Robustness: s.dims[3]}
+		d.Scores = ladder.GateScores{Relevance: s.dims[0], Coverage: s.dims[1], Ordering: s.dims[2], Robustness: s.dims[3]}
 		d.Q = s.q
 		d.VerifiableExt = s.verifiable
 		d.RepairAttempts = attempts

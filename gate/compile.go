@@ -14,6 +14,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/ladderhq/ladder"
 )
 
 // costLimit bounds the work of one expression evaluation (about 0.15 s on the
@@ -40,7 +42,7 @@ type Gate struct {
 }
 
 type compiledCase struct {
-	info      CaseInfo
+	info      ladder.GateCaseInfo
 	weights   [4]float64
 	tauPass   float64
 	tauRepair float64
@@ -117,7 +119,7 @@ func compileCase(env *cel.Env, c *Case) (*compiledCase, error) {
 		return &CompileError{Case: c.ID, Field: field, Err: err}
 	}
 	cc := &compiledCase{
-		info:      CaseInfo{ID: c.ID, Name: c.Name, Description: c.Description, Functions: []FunctionInfo{}},
+		info:      ladder.GateCaseInfo{ID: c.ID, Name: c.Name, Description: c.Description, Functions: []ladder.GateFunctionInfo{}},
 		weights:   [4]float64{DefaultWeight, DefaultWeight, DefaultWeight, DefaultWeight},
 		tauPass:   DefaultTauPass,
 		tauRepair: DefaultTauRepair,
@@ -196,7 +198,7 @@ func compileCase(env *cel.Env, c *Case) (*compiledCase, error) {
 		}
 		cc.fns[f.name] = f
 		cc.fnNames = append(cc.fnNames, f.name)
-		cc.info.Functions = append(cc.info.Functions, FunctionInfo{
+		cc.info.Functions = append(cc.info.Functions, ladder.GateFunctionInfo{
 			PreconditionFn: f.name,
 			CommitID:       cm.ID,
 			CommitName:     cm.Name,

@@ -16,6 +16,8 @@
 // jobs of other packages. A *Gate is safe for concurrent use.
 package gate
 
+import "github.com/ladderhq/ladder"
+
 // The gate states a Decision can carry. AUTO_REPAIR is internal to the
 // routing loop and never returned.
 const (
@@ -182,14 +184,6 @@ type Function struct {
 	Feasibility string `yaml:"feasibility,omitempty" json:"feasibility,omitempty"`
 }
 
-// Scores are the four 4D-CQ dimensions of one scoring.
-type Scores struct {
-	Relevance  float64 `json:"relevance"`  // R
-	Coverage   float64 `json:"coverage"`   // C
-	Ordering   float64 `json:"ordering"`   // O
-	Robustness float64 `json:"robustness"` // Ro
-}
-
 // Decision is the gate's answer for one authorize call.
 type Decision struct {
 	// GateState is PASS, ESCALATE or BYPASS_TO_HUMAN; only PASS authorizes.
@@ -202,8 +196,8 @@ type Decision struct {
 	PreconditionFn string `json:"precondition_fn"`
 	CommitID       string `json:"commit_id"`
 	// Scores and Q are those of the last scoring.
-	Scores Scores  `json:"cq_scores"`
-	Q      float64 `json:"Q"`
+	Scores ladder.GateScores `json:"cq_scores"`
+	Q      float64           `json:"Q"`
 	// ReasonCode is one of ReasonCodes.
 	ReasonCode string `json:"reason_code"`
 	// AutoRepairAvailable reports whether repair ran (RepairAttempts > 0).
@@ -226,25 +220,3 @@ type Decision struct {
 // Authorized reports whether the decision authorizes the action; it is the
 // legacy "authorized" field.
 func (d Decision) Authorized() bool { return d.GateState == StatePass }
-
-// FunctionInfo describes one authorizable precondition function, as
-// list_precondition_functions shows it.
-type FunctionInfo struct {
-	PreconditionFn string `json:"precondition_fn"` // the name authorize takes
-	CommitID       string `json:"commit_id"`       // the commit it guards
-	CommitName     string `json:"commit_name"`
-	SoftCommit     bool   `json:"soft_commit"`
-	HasAutoRepair  bool   `json:"has_auto_repair"` // a repair is declared
-	Doc            string `json:"doc"`
-	// EvidenceSchema is the declared JSON Schema; it is shared and must not
-	// be modified.
-	EvidenceSchema map[string]any `json:"evidence_schema"`
-}
-
-// CaseInfo describes one case and its authorizable functions.
-type CaseInfo struct {
-	ID          string         `json:"id"` // the case argument of authorize
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Functions   []FunctionInfo `json:"functions"` // bypass_to_human commits left out
-}

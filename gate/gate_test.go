@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
 )
 
@@ -63,7 +64,7 @@ type outcome struct {
 	GateState           string
 	ReasonCode          string
 	Q                   float64
-	Scores              gate.Scores
+	Scores              ladder.GateScores
 	RepairAttempts      int
 	AutoRepairAvailable bool
 }
@@ -99,7 +100,7 @@ func TestReference(t *testing.T) {
 				GateState:  tc.GateState,
 				ReasonCode: tc.ReasonCode,
 				Q:          tc.Q,
-				Scores: gate.Scores{
+				Scores: ladder.GateScores{
 					Relevance: tc.Scores["R"], Coverage: tc.Scores["C"],
 					Ordering: tc.Scores["O"], Robustness: tc.Scores["Ro"],
 				},
@@ -360,7 +361,7 @@ func TestLookupErrors(t *testing.T) {
 func TestListing(t *testing.T) {
 	fx := aiInvestment()
 	g := compile(t, fx)
-	want := []gate.FunctionInfo{
+	want := []ladder.GateFunctionInfo{
 		{
 			PreconditionFn: "score_invest_governance", CommitID: "invest_decision", CommitName: "Make the investment decision",
 			HasAutoRepair: true, Doc: fx.Commits[0].Fn.Doc, EvidenceSchema: fx.Commits[0].Fn.Evidence,
@@ -377,7 +378,7 @@ func TestListing(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Functions (-want +got):\n%s", diff)
 	}
-	wantCases := []gate.CaseInfo{{ID: fx.ID, Name: fx.Name, Description: fx.Description, Functions: want}}
+	wantCases := []ladder.GateCaseInfo{{ID: fx.ID, Name: fx.Name, Description: fx.Description, Functions: want}}
 	if diff := cmp.Diff(wantCases, g.Cases()); diff != "" {
 		t.Errorf("Cases (-want +got):\n%s", diff)
 	}
@@ -505,8 +506,8 @@ func TestCompileErrors(t *testing.T) {
 	})
 }
 
-func sc(r, c, o, ro float64) gate.Scores {
-	return gate.Scores{Relevance: r, Coverage: c, Ordering: o, Robustness: ro}
+func sc(r, c, o, ro float64) ladder.GateScores {
+	return ladder.GateScores{Relevance: r, Coverage: c, Ordering: o, Robustness: ro}
 }
 
 func ptr[T any](v T) *T { return &v }

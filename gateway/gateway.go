@@ -8,6 +8,11 @@
 // matches in two workspaces is named in both, never picked silently; and a
 // workspace that is down or refuses its key is named while the others
 // still answer.
+//
+// It asks each workspace through ladder.StepReader (client.MCP dials it)
+// and matches names with ladder.MatchStep, so it depends on the root
+// package and the client only, never on the service, the gate's CEL engine
+// or a store (the root's TestLayering fails if it does).
 package gateway
 
 import (
@@ -23,7 +28,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/client"
-	"github.com/ladderhq/ladder/service"
 )
 
 // DefaultTimeout bounds each workspace's calls when neither the file nor
@@ -142,18 +146,26 @@ type Unavailable struct {
 	Message   string      `json:"message"`
 }
 
+// session is what the gateway asks of one workspace: its steps and a
+// step's evidence, the reading half of the ladder's service. *client.MCP
+// is the one it dials.
+type session interface {
+	ladder.StepReader
+	Close() error
+}
+
 // conn is one workspace's session and step list within one Ask.
 type conn struct {
 	name  string
-	mcp   *client.MCP
-	steps service.StepsView
+	sess  session
+	steps ladder.StepsView
 	err   *ladder.Error
 }
 
 // located is a step of the combined list, with its workspace.
 type located struct {
 	ws  string
-	sum service.StepSummary
+	sum ladder.StepSummary
 }
 
 // Ask runs seed 000's procedure for one step name. It returns an error only
@@ -167,8 +179,8 @@ func (g *Gateway) Ask(ctx context.Context, step string) (Answer, error) {
 	conns := g.connectAll(ctx)
 	defer func() {
 		for _, c := range conns {
-			if c.mcp != nil {
-				c.mcp.Close()
+			if c.sess != nil {
+				c.sess.Close()
 			}
 		}
 	}()
@@ -235,7 +247,7 @@ func (g *Gateway) Ask(ctx context.Context, step string) (Answer, error) {
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.timeout)
-	pack, err := c.mcp.StepEvidence(cctx, f.sum.Name, queue)
+	pack, err := c.sess.Evidence(cctx, queue, f.sum.Name)
 	cancel()
 	if err != nil {
 		e := ladder.AsError(err)
@@ -267,14 +279,14 @@ func (g *Gateway) connectAll(ctx context.Context) []*conn {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.mcp, c.steps, c.err = g.connect(ctx, name)
+			c.sess, c.steps, c.err = g.connect(ctx, name)
 		}()
 	}
 	wg.Wait()
 	return conns
 }
 
-func (g *Gateway) connect(ctx context.Context, name string) (*client.MCP, service.StepsView, *ladder.Error) {
+func (g *Gateway) connect(ctx context.Context, name string) (session, ladder.StepsView, *ladder.Error) {
 	w := g.file.Workspaces[name]
 	key := w.Key
 	if w.KeyEnv != "" {
@@ -282,7 +294,7 @@ func (g *Gateway) connect(ctx context.Context, name string) (*client.MCP, servic
 			key = g.opts.Getenv(w.KeyEnv)
 		}
 		if key == "" {
-			return nil, service.StepsView{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: fmt.Sprintf("the environment variable %s (key_env of %s) is not set", w.KeyEnv, name)}
+			return nil, ladder.StepsView{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: fmt.Sprintf("the environment variable %s (key_env of %s) is not set", w.KeyEnv, name)}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -299,21 +311,21 @@ func (g *Gateway) connect(ctx context.Context, name string) (*client.MCP, servic
 	}
 	m, err := client.ConnectMCP(ctx, w.Server, key, &client.MCPOptions{HTTPClient: hc, Name: "ladder-gateway", Version: g.opts.Version})
 	if err != nil {
-		return nil, service.StepsView{}, ladder.AsError(err)
+		return nil, ladder.StepsView{}, ladder.AsError(err)
 	}
-	v, err := m.WhichStepsRunAlone(ctx, "")
+	v, err := m.Steps(ctx, "")
 	if err != nil {
 		m.Close()
-		return nil, service.StepsView{}, ladder.AsError(err)
+		return nil, ladder.StepsView{}, ladder.AsError(err)
 	}
 	return m, v, nil
 }
 
-// match applies id, name, containment (service.MatchStep over every
+// match applies id, name, containment (ladder.MatchStep over every
 // workspace's steps at once, so an exact name in one workspace beats a
 // containment in another) and then the alias table.
 func (g *Gateway) match(steps []ladder.Step, query string) (matches []ladder.Step, by, alias string) {
-	if m := service.MatchStep(steps, query); len(m) > 0 {
+	if m := ladder.MatchStep(steps, query); len(m) > 0 {
 		return m, matchedBy(m[0], query), ""
 	}
 	if len(g.file.Aliases) == 0 {
@@ -326,9 +338,9 @@ func (g *Gateway) match(steps []ladder.Step, query string) (matches []ladder.Ste
 	}
 	seen := map[string]bool{}
 	var used []string
-	for _, a := range service.MatchStep(keys, query) {
+	for _, a := range ladder.MatchStep(keys, query) {
 		used = append(used, a.Name)
-		for _, m := range service.MatchStep(steps, g.file.Aliases[a.Name]) {
+		for _, m := range ladder.MatchStep(steps, g.file.Aliases[a.Name]) {
 			if !seen[m.Queue] {
 				seen[m.Queue] = true
 				matches = append(matches, m)
@@ -353,7 +365,7 @@ func matchedBy(st ladder.Step, query string) string {
 	}
 }
 
-// fold lowercases and keeps letters and digits, as service.MatchStep
+// fold lowercases and keeps letters and digits, as ladder.MatchStep
 // compares names; it only labels which rule matched.
 func fold(s string) string {
 	var b strings.Builder
@@ -379,9 +391,9 @@ func (g *Gateway) notFound(ans Answer, steps []ladder.Step, all []located, serve
 	}
 	used := map[int]bool{}
 	var names []string
-	for _, n := range service.NearestSteps(cands, ans.Query, 3) {
+	for _, n := range ladder.NearestSteps(cands, ans.Query, 3) {
 		if to, ok := g.file.Aliases[n]; ok {
-			for _, m := range service.MatchStep(steps, to) {
+			for _, m := range ladder.MatchStep(steps, to) {
 				i, _ := strconv.Atoi(m.Queue)
 				if !used[i] {
 					used[i] = true

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/strictjson"
-	"github.com/ladderhq/ladder/service"
 )
 
 // capabilityRoutes registers capability calls and approvals.
@@ -41,7 +40,7 @@ func (s *Server) callCapability(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	status := http.StatusOK
-	if res.Status == service.StatusApprovalRequested {
+	if res.Status == ladder.CallResultApprovalRequested {
 		status = http.StatusAccepted
 	}
 	writeJSON(w, status, res)
@@ -77,14 +76,14 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) decideApproval(verb string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req service.DecideRequest
+		var req ladder.DecideRequest
 		if verb != "retry" {
 			if err := decodeOptional(r, &req); err != nil {
 				return err
 			}
 		}
 		var (
-			a   service.ApprovalView
+			a   ladder.ApprovalView
 			err error
 		)
 		switch verb {

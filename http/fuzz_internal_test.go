@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // FuzzDecodeBody feeds REST body decoding arbitrary bytes for the route
@@ -31,7 +30,7 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, v := range []any{&service.RouteRequest{}, &service.AuthorizeRequest{}, &createKeyRequest{}} {
+		for _, v := range []any{&ladder.RouteRequest{}, &ladder.AuthorizeRequest{}, &createKeyRequest{}} {
 			r := httptest.NewRequest("POST", "/v1/route", bytes.NewReader(data))
 			err := decode(r, v)
 			if err == nil {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // gateRoutes registers the evidence gate's REST endpoints (DESIGN.md §5):
@@ -30,7 +29,7 @@ func (s *Server) gateFunctions(w http.ResponseWriter, r *http.Request) error {
 // (a verdict, not a refusal; only gate_state PASS authorizes), and a
 // refusal for a bypass_to_human commit, unknown names or bad evidence.
 func (s *Server) gateAuthorize(w http.ResponseWriter, r *http.Request) error {
-	var req service.AuthorizeRequest
+	var req ladder.AuthorizeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func (s *Server) gateHistory(w http.ResponseWriter, r *http.Request) error {
 				Hint: "filter with case, precondition_fn, action_id, gate_state, since, until; page with limit and cursor", Data: map[string]any{"field": name}}
 		}
 	}
-	req := service.GateHistoryRequest{Case: q.Get("case"), PreconditionFn: q.Get("precondition_fn"), ActionID: q.Get("action_id"),
+	req := ladder.GateHistoryRequest{Case: q.Get("case"), PreconditionFn: q.Get("precondition_fn"), ActionID: q.Get("action_id"),
 		GateState: q.Get("gate_state"), Since: q.Get("since"), Until: q.Get("until"), Cursor: q.Get("cursor")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

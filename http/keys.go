@@ -32,7 +32,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if scope := adminScope(p); scope != service.AllWorkspaces && req.Workspace != scope {
 		return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "this admin key manages workspace " + scope + " only", Hint: "create keys for " + scope + ", or use an all-workspaces admin key"}
 	}
-	kr := service.KeyRequest{Workspace: req.Workspace, Kind: ladder.KeyKind(req.Kind), Name: req.Name}
+	kr := ladder.KeyRequest{Workspace: req.Workspace, Kind: ladder.KeyKind(req.Kind), Name: req.Name}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // ladderRoutes registers the ladder's REST endpoints (routes, reviews,
@@ -20,7 +19,7 @@ func (s *Server) ladderRoutes() {
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) error {
-	var req service.RouteRequest
+	var req ladder.RouteRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -33,7 +32,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) review(w http.ResponseWriter, r *http.Request) error {
-	var req service.ReviewRequest
+	var req ladder.ReviewRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -46,7 +45,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
-	var req service.OutcomeRequest
+	var req ladder.OutcomeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -78,7 +77,7 @@ func (s *Server) evidence(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) pin(pin bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req service.PinRequest
+		var req ladder.PinRequest
 		if err := decode(r, &req); err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func TestShadowProposalCap(t *testing.T) {
 	if d := shadowCall(t, e, agent, "acme:b", args("B-1")); d["proposal_recorded"] != true {
 		t.Errorf("another step at the cap of this one: %v", d)
 	}
-	_, other, err := e.Svc.CreateKey(t.Context(), "test", service.KeyRequest{Workspace: "acme", Kind: ladder.KeyAgent})
+	_, other, err := e.Svc.CreateKey(t.Context(), "test", ladder.KeyRequest{Workspace: "acme", Kind: ladder.KeyAgent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
-	"github.com/ladderhq/ladder/service"
 )
 
 // decideOnly is authorize's annotation set: it writes its decision to the
@@ -66,7 +65,7 @@ func setEnum(schema map[string]any, prop string, values []string) {
 	p["examples"] = []any{values[0]}
 }
 
-func functionNames(cases []gate.CaseInfo) []string {
+func functionNames(cases []ladder.GateCaseInfo) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -83,7 +82,7 @@ func functionNames(cases []gate.CaseInfo) []string {
 // setEvidenceExample makes the evidence example one for this workspace's
 // first function, built from its evidence schema, and the function example
 // match it.
-func setEvidenceExample(schema map[string]any, cases []gate.CaseInfo) {
+func setEvidenceExample(schema map[string]any, cases []ladder.GateCaseInfo) {
 	if len(cases) == 0 || len(cases[0].Functions) == 0 {
 		return
 	}
@@ -135,7 +134,7 @@ func (h *Handler) listPreconditionFunctions(ctx context.Context, p ladder.Princi
 }
 
 func (h *Handler) authorize(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
-	var in service.AuthorizeRequest
+	var in ladder.AuthorizeRequest
 	if err := decodeArgs(args, &in); err != nil {
 		return "", nil, err
 	}
@@ -151,7 +150,7 @@ func (h *Handler) authorize(ctx context.Context, p ladder.Principal, args json.R
 }
 
 func (h *Handler) gateHistoryGet(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
-	var in service.GateHistoryRequest
+	var in ladder.GateHistoryRequest
 	if err := decodeArgs(args, &in); err != nil {
 		return "", nil, err
 	}

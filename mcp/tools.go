@@ -13,7 +13,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/strictjson"
-	"github.com/ladderhq/ladder/service"
 )
 
 //go:embed schemas/*.json
@@ -138,7 +137,7 @@ func (h *Handler) stepEvidence(ctx context.Context, p ladder.Principal, args jso
 }
 
 func (h *Handler) routeItem(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
-	var in service.RouteRequest
+	var in ladder.RouteRequest
 	if err := decodeArgs(args, &in); err != nil {
 		return "", nil, err
 	}

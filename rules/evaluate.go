@@ -113,19 +113,9 @@ type Move struct {
 // NextMove is the promotion a step is working toward and how far it is from
 // it: one Requirement per condition of the rule, keyed by the figure's name.
 type NextMove struct {
-	To    ladder.Lane            `json:"to"`
-	Rule  string                 `json:"rule"`
-	Needs map[string]Requirement `json:"needs"`
-}
-
-// Requirement is one condition of a promotion: what the step has, what the
-// rule needs and whether it is met. Have and Need are float64 for figures,
-// a string for the outcome test ("not FAIL"), or nil when the figure does
-// not exist yet (no reviews, no operator data, no severity-1 error).
-type Requirement struct {
-	Have any  `json:"have"`
-	Need any  `json:"need"`
-	Met  bool `json:"met"`
+	To    ladder.Lane                   `json:"to"`
+	Rule  string                        `json:"rule"`
+	Needs map[string]ladder.Requirement `json:"needs"`
 }
 
 // Evaluate applies the lane rules of DESIGN.md §4 with thresholds t to in.
@@ -137,7 +127,7 @@ type Requirement struct {
 // upper bound below ProposeLower. Promotions use the rolling 4-week lower
 // bound (see the Rule constants). A pinned step and a human_only step never
 // move by rule: only a person moves them.
-func Evaluate(t Thresholds, in Input) Result {
+func Evaluate(t ladder.Thresholds, in Input) Result {
 	if in.Pinned {
 		return Result{Hold: HoldPinned}
 	}
@@ -183,9 +173,9 @@ func accuracyNeeds(c *candidate, in Input, minWeeks, minN int, lower float64) {
 	weeks := in.WeeksInLane()
 	r4 := in.Rolling4
 	lo, _ := stats.Wilson(r4.Agreements, r4.N, stats.Z95)
-	c.next.Needs["weeks_in_lane"] = Requirement{Have: float64(weeks), Need: float64(minWeeks), Met: weeks >= minWeeks}
-	c.next.Needs["n"] = Requirement{Have: float64(r4.N), Need: float64(minN), Met: r4.N >= minN}
-	c.next.Needs["wilson_lower"] = Requirement{Have: lo, Need: lower, Met: lo >= lower}
+	c.next.Needs["weeks_in_lane"] = ladder.Requirement{Have: float64(weeks), Need: float64(minWeeks), Met: weeks >= minWeeks}
+	c.next.Needs["n"] = ladder.Requirement{Have: float64(r4.N), Need: float64(minN), Met: r4.N >= minN}
+	c.next.Needs["wilson_lower"] = ladder.Requirement{Have: lo, Need: lower, Met: lo >= lower}
 	c.numbers["weeks_in_lane"] = float64(weeks)
 	c.numbers["rolling_4_n"] = float64(r4.N)
 	c.numbers["rolling_4_agreements"] = float64(r4.Agreements)
@@ -195,14 +185,14 @@ func accuracyNeeds(c *candidate, in Input, minWeeks, minN int, lower float64) {
 
 func newCandidate(to ladder.Lane, rule string) candidate {
 	return candidate{
-		next:    NextMove{To: to, Rule: rule, Needs: map[string]Requirement{}},
+		next:    NextMove{To: to, Rule: rule, Needs: map[string]ladder.Requirement{}},
 		numbers: map[string]float64{},
 	}
 }
 
 // shadowToPropose: ≥ ProposeMinWeeks in shadow, rolling-4 n ≥ ProposeMinN,
 // rolling-4 Wilson lower bound ≥ ProposeLower.
-func shadowToPropose(t Thresholds, in Input) candidate {
+func shadowToPropose(t ladder.Thresholds, in Input) candidate {
 	c := newCandidate(ladder.LanePropose, RuleShadowToPropose)
 	accuracyNeeds(&c, in, t.ProposeMinWeeks, t.ProposeMinN, t.ProposeLower)
 	c.numbers["propose_min_weeks"] = float64(t.ProposeMinWeeks)
@@ -214,7 +204,7 @@ func shadowToPropose(t Thresholds, in Input) candidate {
 // proposeToAuto: ≥ AutoMinWeeks in propose, rolling-4 n ≥ AutoMinN, lower
 // bound ≥ AutoLower, agent error ≤ operator error, outcome test not FAIL,
 // no severity-1 error in Sev1CleanWeeks.
-func proposeToAuto(t Thresholds, in Input) candidate {
+func proposeToAuto(t ladder.Thresholds, in Input) candidate {
 	c := newCandidate(ladder.LaneAuto, RuleProposeToAuto)
 	accuracyNeeds(&c, in, t.AutoMinWeeks, t.AutoMinN, t.AutoLower)
 	c.numbers["auto_min_weeks"] = float64(t.AutoMinWeeks)
@@ -240,15 +230,15 @@ func proposeToAuto(t Thresholds, in Input) candidate {
 			met = a <= rate
 		}
 	}
-	c.next.Needs["operator_n"] = Requirement{Have: float64(in.OperatorN), Need: float64(1), Met: in.OperatorN > 0}
-	c.next.Needs["agent_error"] = Requirement{Have: agentErr, Need: opErr, Met: met}
+	c.next.Needs["operator_n"] = ladder.Requirement{Have: float64(in.OperatorN), Need: float64(1), Met: in.OperatorN > 0}
+	c.next.Needs["agent_error"] = ladder.Requirement{Have: agentErr, Need: opErr, Met: met}
 
 	state := in.Outcome.State
 	if state == "" {
-		state = stats.NINotStarted
+		state = ladder.NINotStarted
 	}
-	c.next.Needs["outcome_test"] = Requirement{Have: string(state), Need: "not " + string(stats.NIFail), Met: state != stats.NIFail}
-	if state != stats.NINotStarted {
+	c.next.Needs["outcome_test"] = ladder.Requirement{Have: string(state), Need: "not " + string(ladder.NIFail), Met: state != ladder.NIFail}
+	if state != ladder.NINotStarted {
 		c.numbers["outcome_p_value"] = in.Outcome.PValue
 	}
 
@@ -256,7 +246,7 @@ func proposeToAuto(t Thresholds, in Input) candidate {
 	// in days so the evidence pack can say how many remain.
 	needDays := float64(t.Sev1CleanWeeks * 7)
 	c.numbers["sev1_clean_weeks"] = float64(t.Sev1CleanWeeks)
-	sev1 := Requirement{Need: needDays, Met: true}
+	sev1 := ladder.Requirement{Need: needDays, Met: true}
 	if !in.LastSev1At.IsZero() {
 		since := in.Now.Sub(in.LastSev1At)
 		days := float64(max(since, 0) / (24 * time.Hour))
@@ -269,7 +259,7 @@ func proposeToAuto(t Thresholds, in Input) candidate {
 }
 
 // proposeDemotion: rolling-2 Wilson upper bound < ProposeLower.
-func proposeDemotion(t Thresholds, in Input) *Move {
+func proposeDemotion(t ladder.Thresholds, in Input) *Move {
 	if m := upperBoundDemotion(in, t.ProposeLower, "propose_lower"); m != nil {
 		m.To, m.Rule = ladder.LaneShadow, RuleProposeToShadowUpperBound
 		return m
@@ -278,7 +268,7 @@ func proposeDemotion(t Thresholds, in Input) *Move {
 }
 
 // autoDemotion applies the three demotion rules of auto, in order.
-func autoDemotion(t Thresholds, in Input) *Move {
+func autoDemotion(t ladder.Thresholds, in Input) *Move {
 	if in.Sev1AuditFailure && in.Class != ladder.ClassB {
 		return &Move{
 			From: ladder.LaneAuto, To: ladder.LanePropose, Rule: RuleAutoToProposeSev1Audit,
@@ -289,7 +279,7 @@ func autoDemotion(t Thresholds, in Input) *Move {
 		m.To, m.Rule = ladder.LanePropose, RuleAutoToProposeUpperBound
 		return m
 	}
-	if in.Outcome.State == stats.NIFail {
+	if in.Outcome.State == ladder.NIFail {
 		o := in.Outcome
 		return &Move{
 			From: ladder.LaneAuto, To: ladder.LanePropose, Rule: RuleAutoToProposeOutcomeFail,

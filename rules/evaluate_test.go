@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/stats"
 )
@@ -23,7 +24,7 @@ func in(t *testing.T, class ladder.RiskClass, lane ladder.Lane, inLane time.Dura
 		OperatorN: 100, OperatorErrors: 1,
 		Outcome: stats.NonInferiority(1000, 20, 1000, 25, stats.DefaultMargin, stats.DefaultAlpha),
 	}
-	if x.Outcome.State != stats.NIPass {
+	if x.Outcome.State != ladder.NIPass {
 		t.Fatalf("fixture outcome test is %s, want PASS", x.Outcome.State)
 	}
 	for _, o := range opts {
@@ -105,7 +106,7 @@ func TestEvaluate(t *testing.T) {
 
 	tests := []struct {
 		name string
-		t    Thresholds
+		t    ladder.Thresholds
 		in   Input
 		want outcome
 	}{
@@ -114,8 +115,8 @@ func TestEvaluate(t *testing.T) {
 		{"A shadow one second short of 2 weeks", defA, in(t, A, shadow, 2*Week-time.Second, c(149, 150), c(70, 70)), next(propose, RuleShadowToPropose, "weeks_in_lane")},
 		{"A shadow n one short", defA, in(t, A, shadow, 3*Week, c(149, 149), c(70, 70)), next(propose, RuleShadowToPropose, "n")},
 		{"A shadow lower bound short", defA, in(t, A, shadow, 3*Week, c(143, 150), c(70, 70)), next(propose, RuleShadowToPropose, "wilson_lower")},
-		{"A shadow lower exactly at an overridden threshold", defA.With(&Overrides{ProposeLower: f(lower(t, c(143, 150)))}), in(t, A, shadow, 3*Week, c(143, 150), c(70, 70)), moved(propose, RuleShadowToPropose, false)},
-		{"A shadow lower a hair under an overridden threshold", defA.With(&Overrides{ProposeLower: f(lower(t, c(143, 150)) + 1e-12)}), in(t, A, shadow, 3*Week, c(143, 150), c(70, 70)), next(propose, RuleShadowToPropose, "wilson_lower")},
+		{"A shadow lower exactly at an overridden threshold", defA.With(&ladder.ThresholdOverrides{ProposeLower: f(lower(t, c(143, 150)))}), in(t, A, shadow, 3*Week, c(143, 150), c(70, 70)), moved(propose, RuleShadowToPropose, false)},
+		{"A shadow lower a hair under an overridden threshold", defA.With(&ladder.ThresholdOverrides{ProposeLower: f(lower(t, c(143, 150)) + 1e-12)}), in(t, A, shadow, 3*Week, c(143, 150), c(70, 70)), next(propose, RuleShadowToPropose, "wilson_lower")},
 		{"A shadow nothing yet", defA, in(t, A, shadow, 0, c(0, 0), c(0, 0)), next(propose, RuleShadowToPropose, "n", "weeks_in_lane", "wilson_lower")},
 		{"A shadow: class-B numbers do not promote class A", defA, in(t, A, shadow, 2*Week, c(97, 100), c(50, 50)), next(propose, RuleShadowToPropose, "n", "wilson_lower")},
 		{"A shadow never demotes", defA, in(t, A, shadow, 5*Week, c(80, 100), c(0, 100)), next(propose, RuleShadowToPropose, "n", "wilson_lower")},
@@ -125,7 +126,7 @@ func TestEvaluate(t *testing.T) {
 		{"B shadow n one short", defB, in(t, B, shadow, 2*Week, c(99, 99), c(50, 50)), next(propose, RuleShadowToPropose, "n")},
 		{"B shadow lower short", defB, in(t, B, shadow, 2*Week, c(95, 100), c(50, 50)), next(propose, RuleShadowToPropose, "wilson_lower")},
 		{"B shadow one second short", defB, in(t, B, shadow, 2*Week-time.Second, c(97, 100), c(50, 50)), next(propose, RuleShadowToPropose, "weeks_in_lane")},
-		{"B shadow with overridden weeks and n", defB.With(&Overrides{ProposeMinWeeks: i(1), ProposeMinN: i(50)}), in(t, B, shadow, Week, c(50, 50), c(50, 50)), moved(propose, RuleShadowToPropose, false)},
+		{"B shadow with overridden weeks and n", defB.With(&ladder.ThresholdOverrides{ProposeMinWeeks: i(1), ProposeMinN: i(50)}), in(t, B, shadow, Week, c(50, 50), c(50, 50)), moved(propose, RuleShadowToPropose, false)},
 
 		// propose → auto, class A: 4 weeks, n 300, lower 0.98, agent error ≤
 		// operator error, outcome not FAIL, no severity 1 in 2 weeks.
@@ -136,25 +137,25 @@ func TestEvaluate(t *testing.T) {
 		{"A propose agent error above operator error", defA, in(t, A, propose, 4*Week, c(598, 600), c(150, 150), func(x *Input) { x.OperatorErrors = 0 }), next(auto, RuleProposeToAuto, "agent_error")},
 		{"A propose agent error equal to operator error", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.OperatorErrors = 0 }), moved(auto, RuleProposeToAuto, false)},
 		{"A propose without operator data", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.OperatorN, x.OperatorErrors = 0, 0 }), next(auto, RuleProposeToAuto, "agent_error", "operator_n")},
-		{"A propose outcome FAIL blocks", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = stats.NIFail }), next(auto, RuleProposeToAuto, "outcome_test")},
-		{"A propose outcome INCONCLUSIVE allows", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = stats.NIInconclusive }), moved(auto, RuleProposeToAuto, false)},
+		{"A propose outcome FAIL blocks", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = ladder.NIFail }), next(auto, RuleProposeToAuto, "outcome_test")},
+		{"A propose outcome INCONCLUSIVE allows", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = ladder.NIInconclusive }), moved(auto, RuleProposeToAuto, false)},
 		{"A propose outcome not started allows", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.Outcome = stats.NIResult{} }), moved(auto, RuleProposeToAuto, false)},
 		{"A propose severity 1 exactly 2 weeks ago", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.LastSev1At = now.Add(-2 * Week) }), moved(auto, RuleProposeToAuto, false)},
 		{"A propose severity 1 one second under 2 weeks ago", defA, in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.LastSev1At = now.Add(-2*Week + time.Second) }), next(auto, RuleProposeToAuto, "days_since_severity_1")},
-		{"A propose severity-1 window overridden", defA.With(&Overrides{Sev1CleanWeeks: i(3)}), in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.LastSev1At = now.Add(-2 * Week) }), next(auto, RuleProposeToAuto, "days_since_severity_1")},
-		{"A propose lower exactly at an overridden threshold", defA.With(&Overrides{AutoLower: f(lower(t, c(295, 300)))}), in(t, A, propose, 4*Week, c(295, 300), c(150, 150), func(x *Input) { x.OperatorErrors = 5 }), moved(auto, RuleProposeToAuto, false)},
+		{"A propose severity-1 window overridden", defA.With(&ladder.ThresholdOverrides{Sev1CleanWeeks: i(3)}), in(t, A, propose, 4*Week, good, c(150, 150), func(x *Input) { x.LastSev1At = now.Add(-2 * Week) }), next(auto, RuleProposeToAuto, "days_since_severity_1")},
+		{"A propose lower exactly at an overridden threshold", defA.With(&ladder.ThresholdOverrides{AutoLower: f(lower(t, c(295, 300)))}), in(t, A, propose, 4*Week, c(295, 300), c(150, 150), func(x *Input) { x.OperatorErrors = 5 }), moved(auto, RuleProposeToAuto, false)},
 
 		// propose → auto, class B: 4 weeks, n 200, lower 0.95.
 		{"B propose→auto", defB, in(t, B, propose, 4*Week, c(200, 200), c(100, 100)), moved(auto, RuleProposeToAuto, false)},
 		{"B propose n one short", defB, in(t, B, propose, 4*Week, c(199, 199), c(100, 100)), next(auto, RuleProposeToAuto, "n")},
 		{"B propose lower just short (196/200 gives 0.9497)", defB, in(t, B, propose, 4*Week, c(196, 200), c(100, 100), func(x *Input) { x.OperatorErrors = 5 }), next(auto, RuleProposeToAuto, "wilson_lower")},
-		{"B propose with overridden n", defB.With(&Overrides{AutoMinN: i(150)}), in(t, B, propose, 4*Week, c(150, 150), c(100, 100)), moved(auto, RuleProposeToAuto, false)},
+		{"B propose with overridden n", defB.With(&ladder.ThresholdOverrides{AutoMinN: i(150)}), in(t, B, propose, 4*Week, c(150, 150), c(100, 100)), moved(auto, RuleProposeToAuto, false)},
 
 		// propose → shadow: rolling-2 upper < propose threshold.
 		{"A propose→shadow", defA, in(t, A, propose, 6*Week, c(240, 300), c(80, 100)), moved(shadow, RuleProposeToShadowUpperBound, true)},
 		{"A propose hysteresis: lower < 0.95 ≤ upper stays", defA, in(t, A, propose, 6*Week, c(143, 150), c(143, 150)), next(auto, RuleProposeToAuto, "agent_error", "n", "wilson_lower")},
-		{"A propose upper exactly at an overridden threshold stays", defA.With(&Overrides{ProposeLower: f(upper(t, c(80, 100)))}), in(t, A, propose, 6*Week, good, c(80, 100)), moved(auto, RuleProposeToAuto, false)},
-		{"A propose upper a hair under an overridden threshold demotes", defA.With(&Overrides{ProposeLower: f(upper(t, c(80, 100)) + 1e-12)}), in(t, A, propose, 6*Week, good, c(80, 100)), moved(shadow, RuleProposeToShadowUpperBound, true)},
+		{"A propose upper exactly at an overridden threshold stays", defA.With(&ladder.ThresholdOverrides{ProposeLower: f(upper(t, c(80, 100)))}), in(t, A, propose, 6*Week, good, c(80, 100)), moved(auto, RuleProposeToAuto, false)},
+		{"A propose upper a hair under an overridden threshold demotes", defA.With(&ladder.ThresholdOverrides{ProposeLower: f(upper(t, c(80, 100)) + 1e-12)}), in(t, A, propose, 6*Week, good, c(80, 100)), moved(shadow, RuleProposeToShadowUpperBound, true)},
 		{"A propose with no recent reviews stays", defA, in(t, A, propose, 6*Week, c(0, 0), c(0, 0)), next(auto, RuleProposeToAuto, "agent_error", "n", "wilson_lower")},
 		{"B propose: 130/150 (upper 0.9169) stays", defB, in(t, B, propose, 6*Week, c(130, 150), c(130, 150)), next(auto, RuleProposeToAuto, "agent_error", "n", "wilson_lower")},
 		{"A propose: 130/150 (upper 0.9169) demotes", defA, in(t, A, propose, 6*Week, c(130, 150), c(130, 150)), moved(shadow, RuleProposeToShadowUpperBound, true)},
@@ -168,14 +169,14 @@ func TestEvaluate(t *testing.T) {
 		{"B auto same figures stay (0.9726 ≥ 0.95)", defB, in(t, B, auto, 10*Week, good, c(190, 200)), outcome{}},
 		{"B auto upper below 0.95", defB, in(t, B, auto, 10*Week, good, c(130, 150)), moved(propose, RuleAutoToProposeUpperBound, true)},
 		{"A auto hysteresis: lower < 0.98 ≤ upper stays", defA, in(t, A, auto, 10*Week, c(295, 300), c(295, 300)), outcome{}},
-		{"A auto upper exactly at an overridden threshold stays", defA.With(&Overrides{AutoLower: f(upper(t, c(190, 200)))}), in(t, A, auto, 10*Week, good, c(190, 200)), outcome{}},
-		{"A auto upper a hair under an overridden threshold demotes", defA.With(&Overrides{AutoLower: f(upper(t, c(190, 200)) + 1e-12)}), in(t, A, auto, 10*Week, good, c(190, 200)), moved(propose, RuleAutoToProposeUpperBound, true)},
+		{"A auto upper exactly at an overridden threshold stays", defA.With(&ladder.ThresholdOverrides{AutoLower: f(upper(t, c(190, 200)))}), in(t, A, auto, 10*Week, good, c(190, 200)), outcome{}},
+		{"A auto upper a hair under an overridden threshold demotes", defA.With(&ladder.ThresholdOverrides{AutoLower: f(upper(t, c(190, 200)) + 1e-12)}), in(t, A, auto, 10*Week, good, c(190, 200)), moved(propose, RuleAutoToProposeUpperBound, true)},
 		{"A auto with no recent reviews stays", defA, in(t, A, auto, 10*Week, c(0, 0), c(0, 0)), outcome{}},
 		{"A auto outcome FAIL demotes", defA, in(t, A, auto, 10*Week, good, c(150, 150), func(x *Input) { x.Outcome = stats.NonInferiority(100, 20, 100, 5, 0.02, 0.05) }), moved(propose, RuleAutoToProposeOutcomeFail, true)},
-		{"B auto outcome FAIL demotes", defB, in(t, B, auto, 10*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = stats.NIFail }), moved(propose, RuleAutoToProposeOutcomeFail, true)},
-		{"A auto outcome INCONCLUSIVE stays", defA, in(t, A, auto, 10*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = stats.NIInconclusive }), outcome{}},
-		{"A auto every demotion at once: severity 1 first", defA, in(t, A, auto, 10*Week, good, c(190, 200), func(x *Input) { x.Sev1AuditFailure, x.Outcome.State = true, stats.NIFail }), moved(propose, RuleAutoToProposeSev1Audit, true)},
-		{"A auto upper bound before outcome", defA, in(t, A, auto, 10*Week, good, c(190, 200), func(x *Input) { x.Outcome.State = stats.NIFail }), moved(propose, RuleAutoToProposeUpperBound, true)},
+		{"B auto outcome FAIL demotes", defB, in(t, B, auto, 10*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = ladder.NIFail }), moved(propose, RuleAutoToProposeOutcomeFail, true)},
+		{"A auto outcome INCONCLUSIVE stays", defA, in(t, A, auto, 10*Week, good, c(150, 150), func(x *Input) { x.Outcome.State = ladder.NIInconclusive }), outcome{}},
+		{"A auto every demotion at once: severity 1 first", defA, in(t, A, auto, 10*Week, good, c(190, 200), func(x *Input) { x.Sev1AuditFailure, x.Outcome.State = true, ladder.NIFail }), moved(propose, RuleAutoToProposeSev1Audit, true)},
+		{"A auto upper bound before outcome", defA, in(t, A, auto, 10*Week, good, c(190, 200), func(x *Input) { x.Outcome.State = ladder.NIFail }), moved(propose, RuleAutoToProposeUpperBound, true)},
 		{"A auto moves one lane only, even far below propose", defA, in(t, A, auto, 10*Week, c(0, 100), c(0, 100)), moved(propose, RuleAutoToProposeUpperBound, true)},
 
 		// Pinned and human_only steps never move by rule.
@@ -238,7 +239,7 @@ func TestEvaluateNumbers(t *testing.T) {
 				x.OperatorN, x.OperatorErrors = 0, 0
 				x.Outcome = stats.NIResult{}
 			}),
-			want: Result{Next: &NextMove{To: ladder.LaneAuto, Rule: RuleProposeToAuto, Needs: map[string]Requirement{
+			want: Result{Next: &NextMove{To: ladder.LaneAuto, Rule: RuleProposeToAuto, Needs: map[string]ladder.Requirement{
 				"weeks_in_lane":         {Have: 1.0, Need: 4.0},
 				"n":                     {Have: 100.0, Need: 300.0},
 				"wilson_lower":          {Have: lower(t, c(99, 100)), Need: 0.98},
@@ -251,7 +252,7 @@ func TestEvaluateNumbers(t *testing.T) {
 		{
 			name: "shadow next move with no reviews",
 			in:   in(t, A, ladder.LaneShadow, 3*Week, c(0, 0), c(0, 0)),
-			want: Result{Next: &NextMove{To: ladder.LanePropose, Rule: RuleShadowToPropose, Needs: map[string]Requirement{
+			want: Result{Next: &NextMove{To: ladder.LanePropose, Rule: RuleShadowToPropose, Needs: map[string]ladder.Requirement{
 				"weeks_in_lane": {Have: 3.0, Need: 2.0, Met: true},
 				"n":             {Have: 0.0, Need: 150.0},
 				"wilson_lower":  {Have: 0.0, Need: 0.95},

@@ -13,24 +13,10 @@ import (
 	"github.com/ladderhq/ladder/gate"
 )
 
-// ApprovalView is an approval as an API answer: its stored fields and its
-// status as the store decided it (the store's clock decides expiry, and a
-// read past the deadline stores it first; see ladder.ApprovalStore).
-type ApprovalView struct {
-	ladder.Approval
-	Status ladder.ApprovalStatus `json:"status"`
-	// StepLane is, for a proposal of a step-tied call, the step's lane now.
-	// A proposal is made in propose; when the step has moved since (pinned
-	// to human_only, say), the approver sees it here. The rule: approving
-	// still runs the call once, as the person decides; the new lane governs
-	// only what the agent does next.
-	StepLane ladder.Lane `json:"step_lane,omitempty"`
-}
-
 // withStepLanes fills StepLane of each step-tied proposal, reading each
 // step's state once. A step whose state cannot be read is left out: the
 // lane is information for the approver, not a condition.
-func (s *Service) withStepLanes(ctx context.Context, workspace string, vs []ApprovalView) {
+func (s *Service) withStepLanes(ctx context.Context, workspace string, vs []ladder.ApprovalView) {
 	lanes := map[string]ladder.Lane{}
 	for i := range vs {
 		a := vs[i].Approval
@@ -49,7 +35,7 @@ func (s *Service) withStepLanes(ctx context.Context, workspace string, vs []Appr
 	}
 }
 
-func (s *Service) view(a ladder.Approval) ApprovalView {
+func (s *Service) view(a ladder.Approval) ladder.ApprovalView {
 	// The stored evidence stays as the agent sent it (approving re-runs the
 	// gate on it); what is shown has its secrets masked (DESIGN.md §8).
 	if len(a.Evidence) > 0 {
@@ -60,51 +46,45 @@ func (s *Service) view(a ladder.Approval) ApprovalView {
 			}
 		}
 	}
-	return ApprovalView{Approval: a, Status: a.Status}
-}
-
-// ApprovalPage is one page of approvals, newest first.
-type ApprovalPage struct {
-	Approvals  []ApprovalView `json:"approvals"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	return ladder.ApprovalView{Approval: a, Status: a.Status}
 }
 
 // ListApprovals pages a workspace's approvals, newest first. status filters
 // by the status a reader sees ("pending" leaves out expired ones). A page
 // holds at most limit approvals and ends early once their payloads,
 // evidence and results reach PageBytes; next_cursor pages on.
-func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status, cursor string, limit int) (ApprovalPage, error) {
+func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status, cursor string, limit int) (ladder.ApprovalPage, error) {
 	switch {
 	case limit == 0:
 		limit = 50
 	case limit < 0 || limit > 500:
-		return ApprovalPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), "use 1 to 500 (default 50)")
+		return ladder.ApprovalPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), "use 1 to 500 (default 50)")
 	}
 	st := ladder.ApprovalStatus(status)
 	switch st {
 	case "", ladder.ApprovalPending, ladder.ApprovalApproved, ladder.ApprovalRejected, ladder.ApprovalExpired, ladder.ApprovalExecuting, ladder.ApprovalShadow:
 	default:
-		return ApprovalPage{}, argError("status", fmt.Sprintf("%q is not allowed; allowed values: pending, approved, rejected, expired, executing, shadow", status), "leave status out for every approval")
+		return ladder.ApprovalPage{}, argError("status", fmt.Sprintf("%q is not allowed; allowed values: pending, approved, rejected, expired, executing, shadow", status), "leave status out for every approval")
 	}
 	q := ladder.ApprovalQuery{Workspace: p.Workspace}
 	if cursor != "" {
 		seq, err := approvalCursor.decode(cursor)
 		if err != nil {
-			return ApprovalPage{}, err
+			return ladder.ApprovalPage{}, err
 		}
 		q.BeforeSeq = seq
 	}
 	// The store's expired also matches pending approvals past their
 	// deadline; its pending returns them expired, which are left out below.
 	q.Status = st
-	page := ApprovalPage{Approvals: []ApprovalView{}}
+	page := ladder.ApprovalPage{Approvals: []ladder.ApprovalView{}}
 	b := pageBudget{limit: limit}
 	var last int64 // the seq of the last approval on the page
 	for {
 		q.Limit = b.chunk()
 		rows, err := s.store.ListApprovals(ctx, q)
 		if err != nil {
-			return ApprovalPage{}, storeErr("list approvals", err)
+			return ladder.ApprovalPage{}, storeErr("list approvals", err)
 		}
 		for _, a := range rows {
 			if b.full() {
@@ -137,25 +117,17 @@ func approvalNotFound(id string) error {
 }
 
 // ApprovalStatus tells the agent that asked what became of its request.
-func (s *Service) ApprovalStatus(ctx context.Context, p ladder.Principal, id string) (ApprovalView, error) {
+func (s *Service) ApprovalStatus(ctx context.Context, p ladder.Principal, id string) (ladder.ApprovalView, error) {
 	a, err := s.store.GetApproval(ctx, p.Workspace, id)
 	if errors.Is(err, ladder.ErrNotFound) || (err == nil && p.Kind == ladder.KeyAgent && a.RequestedBy != p.KeyID) {
-		return ApprovalView{}, approvalNotFound(id)
+		return ladder.ApprovalView{}, approvalNotFound(id)
 	}
 	if err != nil {
-		return ApprovalView{}, storeErr("get approval", err)
+		return ladder.ApprovalView{}, storeErr("get approval", err)
 	}
-	vs := []ApprovalView{s.view(a)}
+	vs := []ladder.ApprovalView{s.view(a)}
 	s.withStepLanes(ctx, p.Workspace, vs)
 	return vs[0], nil
-}
-
-// DecideRequest is a person's decision on an approval.
-type DecideRequest struct {
-	// Payload, when set on approve, replaces the proposal (edit, then
-	// approve); it is validated against the capability's schema.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
 }
 
 // pendingFor loads an approval a person may decide now.
@@ -214,25 +186,25 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 
 // Reject closes an approval without running anything. A step-tied
 // proposal's rejection is also a review (disagree).
-func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req ladder.DecideRequest) (ladder.ApprovalView, error) {
 	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
-		return ApprovalView{}, argError("reason", "is required", "say why the request is rejected; the agent and the audit log see it")
+		return ladder.ApprovalView{}, argError("reason", "is required", "say why the request is rejected; the agent and the audit log see it")
 	}
 	a, err := s.pendingFor(ctx, p, id)
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.DecidedBy, b.DecidedAt, b.DecisionReason = ladder.ApprovalRejected, p.KeyID, &now, req.Reason
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "rejected", "reason": req.Reason})
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
-		return ApprovalView{}, s.decideErr(id, err)
+		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
 	s.reviewDecision(ctx, p, got, ladder.VerdictDisagree, nil, req.Reason)
 	return s.view(got), nil
@@ -257,15 +229,15 @@ func (s *Service) decideErr(id string, err error) error {
 // wins the compare-and-set from pending and runs it; the others get
 // APPROVAL_CLOSED. A step-tied proposal's approval is also a review
 // (unchanged = agree, edited = disagree).
-func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, req DecideRequest) (ApprovalView, error) {
+func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, req ladder.DecideRequest) (ladder.ApprovalView, error) {
 	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	a, err := s.pendingFor(ctx, p, id)
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	c, ok := s.FindCapability(p.Workspace, a.Capability)
 	if !ok {
-		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "reject the request"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "reject the request"}
 	}
 	edited := false
 	if len(bytes.TrimSpace(req.Payload)) > 0 {
@@ -273,20 +245,20 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 		dec := json.NewDecoder(bytes.NewReader(req.Payload))
 		dec.UseNumber() // an edited amount keeps its digits, as a call's does
 		if err := dec.Decode(&pl); err != nil || pl == nil {
-			return ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
+			return ladder.ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
 		}
 		if err := s.scopeInPayload(p.Workspace, pl); err != nil {
-			return ApprovalView{}, err
+			return ladder.ApprovalView{}, err
 		}
 		if err := s.ValidatePayload(p.Workspace, c, pl); err != nil {
-			return ApprovalView{}, err
+			return ladder.ApprovalView{}, err
 		}
 		canon, err := ladder.CanonicalJSON(pl)
 		if err != nil {
-			return ApprovalView{}, err
+			return ladder.ApprovalView{}, err
 		}
 		if err := argSizes(c, canon, nil); err != nil {
-			return ApprovalView{}, err
+			return ladder.ApprovalView{}, err
 		}
 		if !bytes.Equal(canon, a.Payload) {
 			a.EditedPayload, edited = canon, true
@@ -300,11 +272,11 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	b.CallID = ladder.NewID("cl")
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "approved", "edited": edited, "edited_payload": b.EditedPayload, "reason": req.Reason, "call_id": b.CallID})
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
-		return ApprovalView{}, s.decideErr(id, err)
+		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
 	verdict := ladder.VerdictAgree
 	var correction json.RawMessage
@@ -317,36 +289,36 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 
 // Retry runs an approved call again whose execution failed (an upstream
 // down when the person approved).
-func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (ApprovalView, error) {
+func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (ladder.ApprovalView, error) {
 	a, err := s.store.GetApproval(ctx, p.Workspace, id)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ApprovalView{}, approvalNotFound(id)
+		return ladder.ApprovalView{}, approvalNotFound(id)
 	}
 	if err != nil {
-		return ApprovalView{}, storeErr("get approval", err)
+		return ladder.ApprovalView{}, storeErr("get approval", err)
 	}
 	if a.Status != ladder.ApprovalApproved || a.ExecError == "" {
-		return ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s is %s and has no failed execution to retry", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s is %s and has no failed execution to retry", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
 	}
 	if outcomeUnknownOf(a) {
 		// It may have run: running it again is not a retry.
-		return ApprovalView{}, &ladder.Error{Code: ladder.CodeOutcomeUnknown, Message: fmt.Sprintf("approval %s's call %s has an unknown outcome, so it is not retried", id, a.CallID),
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeOutcomeUnknown, Message: fmt.Sprintf("approval %s's call %s has an unknown outcome, so it is not retried", id, a.CallID),
 			Hint: "it may or may not have run upstream: check the upstream system for call " + a.CallID + "; if it did not run, the agent may request it again",
 			Data: map[string]any{"approval_id": a.ID, "call_id": a.CallID}}
 	}
 	c, ok := s.FindCapability(p.Workspace, a.Capability)
 	if !ok {
-		return ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
 	}
 	now := ladder.NormTime(s.now())
 	b := a
 	b.Status, b.CallID = ladder.ApprovalExecuting, ladder.NewID("cl")
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "retry", "previous_error": a.ExecError, "previous_call_id": a.CallID, "call_id": b.CallID})
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	if b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
-		return ApprovalView{}, s.decideErr(id, err)
+		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
 	// Each retry is a new execution with its own idempotency key.
 	return s.runApproved(ctx, p, c, b, fmt.Sprintf("approval:%s:retry:%d", a.ID, now.UnixNano()))
@@ -355,7 +327,7 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (App
 // runApproved executes an approval held in executing and stores the
 // outcome: approved with a result, or approved with the error that stopped
 // it (approved, not executed), which a person can retry.
-func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.Capability, a ladder.Approval, idemKey string) (ApprovalView, error) {
+func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.Capability, a ladder.Approval, idemKey string) (ladder.ApprovalView, error) {
 	payload := a.Payload
 	if len(a.EditedPayload) > 0 {
 		payload = a.EditedPayload
@@ -371,17 +343,17 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	// scored again for the payload that will run (an edited payload as
 	// edited), and only a PASS recorded now lets it run.
 	var (
-		res  CallResult
+		res  ladder.CallResult
 		xerr error
 	)
 	if c.Gate != nil {
-		var g GateResult
+		var g ladder.GateResult
 		if g, xerr = s.gateApprovedPayload(ctx, p, c, payload, a.Evidence); xerr == nil {
 			call.GateDecisionID = g.DecisionID
 		}
 	}
 	if xerr == nil {
-		res, xerr = s.execute(ctx, p.KeyID, c, call, CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: call.GateDecisionID})
+		res, xerr = s.execute(ctx, p.KeyID, c, call, ladder.CallResult{Capability: c.ID, RouteID: a.RouteID, GateDecisionID: call.GateDecisionID})
 	}
 	now := ladder.NormTime(s.now())
 	b := a
@@ -401,7 +373,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	}
 	e, err := ladder.NewAuditEntry(a.Workspace, p.KeyID, ladder.AuditApproval, a.ID, now, map[string]any{"event": "executed", "status": b.Status, "exec_error": b.ExecError, "call_id": b.CallID})
 	if err != nil {
-		return ApprovalView{}, err
+		return ladder.ApprovalView{}, err
 	}
 	got, err := s.storeApprovalOutcome(ctx, b, e)
 	if err != nil {
@@ -412,7 +384,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 			// the call's stored outcome.
 			got, err = b, nil
 		} else {
-			return ApprovalView{}, storeErr("record approval outcome", err)
+			return ladder.ApprovalView{}, storeErr("record approval outcome", err)
 		}
 	}
 	if xerr != nil {
@@ -432,16 +404,16 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 
 // gateApprovedPayload scores the evidence bound to an approval for the
 // payload about to run; anything but a PASS is GATE_HELD.
-func (s *Service) gateApprovedPayload(ctx context.Context, p ladder.Principal, c ladder.Capability, payload, evidence json.RawMessage) (GateResult, error) {
+func (s *Service) gateApprovedPayload(ctx context.Context, p ladder.Principal, c ladder.Capability, payload, evidence json.RawMessage) (ladder.GateResult, error) {
 	var pl map[string]any
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&pl); err != nil {
-		return GateResult{}, fmt.Errorf("stored payload: %w", err)
+		return ladder.GateResult{}, fmt.Errorf("stored payload: %w", err)
 	}
 	g, err := s.gateCall(ctx, p, c, pl, payload, evidence)
 	if err != nil {
-		return GateResult{}, err
+		return ladder.GateResult{}, err
 	}
 	if g.GateState != gate.StatePass {
 		return g, &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD",

@@ -8,39 +8,14 @@ import (
 	"github.com/ladderhq/ladder/rules"
 )
 
-// BacktestMove is one lane change, actual or simulated, in a backtest.
-type BacktestMove struct {
-	Week    int                `json:"week"`
-	ISOWeek string             `json:"iso_week"`
-	At      time.Time          `json:"at"`
-	From    ladder.Lane        `json:"from"`
-	To      ladder.Lane        `json:"to"`
-	Rule    string             `json:"rule"`
-	Numbers map[string]float64 `json:"numbers,omitempty"`
-}
-
-// BacktestStep is one step's replay: the lane changes that happened and
-// the ones the given rules would have made, week by week.
-type BacktestStep struct {
-	Workspace string         `json:"workspace"`
-	Queue     string         `json:"queue"`
-	Step      string         `json:"step"`
-	Name      string         `json:"name"`
-	StartLane ladder.Lane    `json:"start_lane"`
-	Actual    []BacktestMove `json:"actual"`
-	Simulated []BacktestMove `json:"simulated"`
-	EndActual ladder.Lane    `json:"end_actual"`
-	EndSim    ladder.Lane    `json:"end_simulated"`
-}
-
 // Backtest replays every step's recorded weekly review figures since the
 // given time under other rules (rulesFor returns a step's thresholds; nil
 // means the rules in force) and returns, per step, the lane changes that
 // happened beside the ones those rules would have made. It works on weekly
 // aggregates, so a week is the unit of replay; the outcome test uses the
 // step's outcome totals as they are now, and pins are not replayed.
-func (s *Service) Backtest(ctx context.Context, workspace string, since time.Time, rulesFor func(ladder.Step) rules.Thresholds) ([]BacktestStep, error) {
-	var out []BacktestStep
+func (s *Service) Backtest(ctx context.Context, workspace string, since time.Time, rulesFor func(ladder.Step) ladder.Thresholds) ([]ladder.BacktestStep, error) {
+	var out []ladder.BacktestStep
 	for _, st := range s.Steps(workspace, "") {
 		key := ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}
 		weeks, err := s.store.WeekAggs(ctx, key)
@@ -69,9 +44,9 @@ func (s *Service) Backtest(ctx context.Context, workspace string, since time.Tim
 }
 
 // backtestStep replays one step.
-func backtestStep(st ladder.Step, workspace string, state ladder.StepState, weeks []ladder.WeekAgg, changes []ladder.LaneChange, oc ladder.OutcomeCounts, since, now time.Time, th rules.Thresholds) BacktestStep {
+func backtestStep(st ladder.Step, workspace string, state ladder.StepState, weeks []ladder.WeekAgg, changes []ladder.LaneChange, oc ladder.OutcomeCounts, since, now time.Time, th ladder.Thresholds) ladder.BacktestStep {
 	sortWeeks(weeks)
-	bs := BacktestStep{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Actual: []BacktestMove{}, Simulated: []BacktestMove{}, EndActual: state.Lane}
+	bs := ladder.BacktestStep{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Actual: []ladder.BacktestMove{}, Simulated: []ladder.BacktestMove{}, EndActual: state.Lane}
 	all := buildSeries(weeks, -1, now)
 	weekOf := func(t time.Time) (int, string) {
 		iso, start := ladder.ISOWeek(t)
@@ -92,7 +67,7 @@ func backtestStep(st ladder.Step, workspace string, state ladder.StepState, week
 			continue
 		}
 		w, iso := weekOf(c.At)
-		bs.Actual = append(bs.Actual, BacktestMove{Week: w, ISOWeek: iso, At: c.At, From: c.From, To: c.To, Rule: c.Rule, Numbers: c.Numbers})
+		bs.Actual = append(bs.Actual, ladder.BacktestMove{Week: w, ISOWeek: iso, At: c.At, From: c.From, To: c.To, Rule: c.Rule, Numbers: c.Numbers})
 	}
 	bs.StartLane = lane
 	sim := ladder.StepState{Workspace: workspace, Queue: st.Queue, Step: st.ID, Lane: lane, LaneSince: since}
@@ -111,7 +86,7 @@ func backtestStep(st ladder.Step, workspace string, state ladder.StepState, week
 		if res.Move == nil {
 			continue
 		}
-		bs.Simulated = append(bs.Simulated, BacktestMove{Week: i + 1, ISOWeek: row.ISOWeek, At: end, From: res.Move.From, To: res.Move.To, Rule: res.Move.Rule, Numbers: roundNumbers(res.Move.Numbers)})
+		bs.Simulated = append(bs.Simulated, ladder.BacktestMove{Week: i + 1, ISOWeek: row.ISOWeek, At: end, From: res.Move.From, To: res.Move.To, Rule: res.Move.Rule, Numbers: roundNumbers(res.Move.Numbers)})
 		sim.Lane, sim.LaneSince = res.Move.To, end
 		if res.Move.NewEpoch {
 			sim.Epoch++

@@ -370,16 +370,6 @@ func (s *Service) longestTimeout() time.Duration {
 	return d
 }
 
-// CallRecovery counts what one RecoverCalls pass did.
-type CallRecovery struct {
-	// MarkedUnknown counts calls found running past their executor's
-	// timeout plus the margin, with no result stored, now marked unknown.
-	MarkedUnknown int
-	// ApprovalsSettled counts approvals found executing whose call has an
-	// outcome (or never began), now stored with it.
-	ApprovalsSettled int
-}
-
 // RecoverCalls is the sweep serve runs at start and every minute. It
 // marks unknown (CallUnknown, with an audit record) every call running for
 // longer than its executor's timeout plus the margin, by the store's
@@ -397,8 +387,8 @@ type CallRecovery struct {
 // ever stored for it and it has been so for longer than any executor's
 // timeout plus the margin, as not executed (retryable), after claiming the
 // call's id so that no late process can begin it.
-func (s *Service) RecoverCalls(ctx context.Context) (CallRecovery, error) {
-	var r CallRecovery
+func (s *Service) RecoverCalls(ctx context.Context) (ladder.CallRecovery, error) {
+	var r ladder.CallRecovery
 	var after int64
 	for {
 		calls, err := s.store.StaleCalls(ctx, s.shortestTimeout()+s.callMargin, after, sweepPage)

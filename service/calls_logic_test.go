@@ -86,7 +86,7 @@ func TestCallCapabilityRunsOnce(t *testing.T) {
 	run := &fakeRunner{}
 	s := newDemoService(t, withRunner(run))
 	ctx := context.Background()
-	call := func(name, raw string) (CallResult, error) {
+	call := func(name, raw string) (ladder.CallResult, error) {
 		t.Helper()
 		return s.CallCapability(ctx, demoAgent, name, json.RawMessage(raw))
 	}
@@ -94,7 +94,7 @@ func TestCallCapabilityRunsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Status != StatusExecuted || first.Replayed || first.CallID == "" || first.RouteID == "" || string(first.Result) != `{"ok":true}` {
+	if first.Status != ladder.CallResultExecuted || first.Replayed || first.CallID == "" || first.RouteID == "" || string(first.Result) != `{"ok":true}` {
 		t.Errorf("first call: %+v", first)
 	}
 	// The portable name and another spelling of the same payload.
@@ -102,7 +102,7 @@ func TestCallCapabilityRunsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(CallResult{Status: StatusExecuted, Capability: "tms:postBill", CallID: first.CallID, RouteID: first.RouteID, Replayed: true, Result: first.Result}, again,
+	if diff := cmp.Diff(ladder.CallResult{Status: ladder.CallResultExecuted, Capability: "tms:postBill", CallID: first.CallID, RouteID: first.RouteID, Replayed: true, Result: first.Result}, again,
 		cmpIgnoreMessage); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
@@ -133,7 +133,7 @@ func TestCallCapabilityRunsOnce(t *testing.T) {
 	}
 }
 
-var cmpIgnoreMessage = cmp.Transformer("noMessage", func(r CallResult) CallResult { r.Message = ""; return r })
+var cmpIgnoreMessage = cmp.Transformer("noMessage", func(r ladder.CallResult) ladder.CallResult { r.Message = ""; return r })
 
 // TestApprovalDecisions: a proposal waits for a person; a rejection needs
 // a reason; approving runs it once; a second decision is refused; an agent
@@ -148,7 +148,7 @@ func TestApprovalDecisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != StatusApprovalRequested || res.Lane != string(ladder.LanePropose) && res.Lane != "" {
+		if res.Status != ladder.CallResultApprovalRequested || res.Lane != string(ladder.LanePropose) && res.Lane != "" {
 			t.Fatalf("proposal %s: %+v", bill, res)
 		}
 		return res.ApprovalID
@@ -169,18 +169,18 @@ func TestApprovalDecisions(t *testing.T) {
 	}{
 		{"status of an unknown approval", func() error { _, err := s.ApprovalStatus(ctx, demoHuman, "ap_nope"); return err }, refusal{Code: ladder.CodeApprovalNotFound}},
 		{"status of another agent's approval", func() error { _, err := s.ApprovalStatus(ctx, other, a1); return err }, refusal{Code: ladder.CodeApprovalNotFound}},
-		{"reject without a reason", func() error { _, err := s.Reject(ctx, demoHuman, a2, DecideRequest{Reason: " "}); return err }, invalid("reason")},
-		{"approve an unknown approval", func() error { _, err := s.Approve(ctx, demoHuman, "ap_nope", DecideRequest{}); return err }, refusal{Code: ladder.CodeApprovalNotFound}},
+		{"reject without a reason", func() error { _, err := s.Reject(ctx, demoHuman, a2, ladder.DecideRequest{Reason: " "}); return err }, invalid("reason")},
+		{"approve an unknown approval", func() error { _, err := s.Approve(ctx, demoHuman, "ap_nope", ladder.DecideRequest{}); return err }, refusal{Code: ladder.CodeApprovalNotFound}},
 		{"approve with a payload not an object", func() error {
-			_, err := s.Approve(ctx, demoHuman, a1, DecideRequest{Payload: json.RawMessage(`[1]`)})
+			_, err := s.Approve(ctx, demoHuman, a1, ladder.DecideRequest{Payload: json.RawMessage(`[1]`)})
 			return err
 		}, invalid("payload")},
 		{"approve with a scope name in the payload", func() error {
-			_, err := s.Approve(ctx, demoHuman, a1, DecideRequest{Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1,"fuel_surcharge_usd":1,"workspace":"x"}`)})
+			_, err := s.Approve(ctx, demoHuman, a1, ladder.DecideRequest{Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1,"fuel_surcharge_usd":1,"workspace":"x"}`)})
 			return err
 		}, invalid("payload.workspace")},
 		{"approve with a payload off its schema", func() error {
-			_, err := s.Approve(ctx, demoHuman, a1, DecideRequest{Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1}`)})
+			_, err := s.Approve(ctx, demoHuman, a1, ladder.DecideRequest{Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1}`)})
 			return err
 		}, invalid("payload.fuel_surcharge_usd")},
 		{"retry an approval that did not fail", func() error { _, err := s.Retry(ctx, demoHuman, a1); return err }, refusal{Code: ladder.CodeApprovalClosed}},
@@ -197,7 +197,7 @@ func TestApprovalDecisions(t *testing.T) {
 	if err != nil || mine.Status != ladder.ApprovalPending || mine.StepLane != ladder.LanePropose {
 		t.Errorf("status of the agent's own approval: %+v, %v", mine, err)
 	}
-	approved, err := s.Approve(ctx, demoHuman, a1, DecideRequest{Reason: "rate matches", Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1800,"fuel_surcharge_usd":212.5}`)})
+	approved, err := s.Approve(ctx, demoHuman, a1, ladder.DecideRequest{Reason: "rate matches", Payload: json.RawMessage(`{"bill_id":"B-1","linehaul_usd":1800,"fuel_surcharge_usd":212.5}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,12 +207,12 @@ func TestApprovalDecisions(t *testing.T) {
 	if n := run.ran(); n != 1 || string(run.reqs[0].Payload) != string(approved.EditedPayload) {
 		t.Errorf("approving ran %d calls (%+v), want the edited payload once", n, run.reqs)
 	}
-	rejected, err := s.Reject(ctx, demoHuman, a2, DecideRequest{Reason: "wrong carrier"})
+	rejected, err := s.Reject(ctx, demoHuman, a2, ladder.DecideRequest{Reason: "wrong carrier"})
 	if err != nil || rejected.Status != ladder.ApprovalRejected || rejected.DecisionReason != "wrong carrier" {
 		t.Errorf("rejected: %+v, %v", rejected, err)
 	}
 	for _, id := range []string{a1, a2} {
-		_, err := s.Approve(ctx, demoHuman, id, DecideRequest{})
+		_, err := s.Approve(ctx, demoHuman, id, ladder.DecideRequest{})
 		if diff := cmp.Diff(refusal{Code: ladder.CodeApprovalClosed}, refusalOf(t, err)); diff != "" {
 			t.Errorf("second decision on %s (-want +got):\n%s", id, diff)
 		}
@@ -238,23 +238,23 @@ func TestApprovalDecisions(t *testing.T) {
 func TestReviewRefusals(t *testing.T) {
 	s := newDemoService(t)
 	ctx := context.Background()
-	r, err := s.Route(ctx, demoAgent, RouteRequest{Step: "check_accessorials", Item: "B-1"})
+	r, err := s.Route(ctx, demoAgent, ladder.RouteRequest{Step: "check_accessorials", Item: "B-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name  string
 		route string
-		req   ReviewRequest
+		req   ladder.ReviewRequest
 		want  refusal
 	}{
-		{"unknown verdict", r.ID, ReviewRequest{Verdict: "maybe"}, invalid("verdict")},
-		{"severity out of range", r.ID, ReviewRequest{Verdict: "disagree", Severity: 4}, invalid("severity")},
-		{"severity on an agreement", r.ID, ReviewRequest{Verdict: "agree", Severity: 2}, invalid("severity")},
-		{"unknown route", "rt_nope", ReviewRequest{Verdict: "agree"}, refusal{Code: ladder.CodeRouteNotFound}},
-		{"correction not JSON", r.ID, ReviewRequest{Verdict: "disagree", Severity: 2, Correction: json.RawMessage(`{`)}, invalid("correction")},
-		{"recorded", r.ID, ReviewRequest{Verdict: "disagree", Severity: 2, Correction: json.RawMessage(`{"detention_usd": 0}`)}, refusal{}},
-		{"reviewed twice", r.ID, ReviewRequest{Verdict: "agree"}, refusal{Code: ladder.CodeAlreadyReviewed}},
+		{"unknown verdict", r.ID, ladder.ReviewRequest{Verdict: "maybe"}, invalid("verdict")},
+		{"severity out of range", r.ID, ladder.ReviewRequest{Verdict: "disagree", Severity: 4}, invalid("severity")},
+		{"severity on an agreement", r.ID, ladder.ReviewRequest{Verdict: "agree", Severity: 2}, invalid("severity")},
+		{"unknown route", "rt_nope", ladder.ReviewRequest{Verdict: "agree"}, refusal{Code: ladder.CodeRouteNotFound}},
+		{"correction not JSON", r.ID, ladder.ReviewRequest{Verdict: "disagree", Severity: 2, Correction: json.RawMessage(`{`)}, invalid("correction")},
+		{"recorded", r.ID, ladder.ReviewRequest{Verdict: "disagree", Severity: 2, Correction: json.RawMessage(`{"detention_usd": 0}`)}, refusal{}},
+		{"reviewed twice", r.ID, ladder.ReviewRequest{Verdict: "agree"}, refusal{Code: ladder.CodeAlreadyReviewed}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Review(ctx, demoHuman, tt.route, tt.req)

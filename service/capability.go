@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -26,33 +25,6 @@ import (
 type Runner interface {
 	Execute(ctx context.Context, x ladder.Executor, req upstream.Request) (upstream.Result, error)
 }
-
-// CallResult is the answer to a capability call: it ran (status
-// "executed", with the upstream's result), or it became an approval request
-// (status "approval_requested"), or it was replayed from an earlier call
-// with the same idempotency key.
-type CallResult struct {
-	Status         string          `json:"status"`
-	Capability     string          `json:"capability"`
-	Message        string          `json:"message"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	CallID         string          `json:"call_id,omitempty"`
-	ApprovalID     string          `json:"approval_id,omitempty"`
-	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
-	RouteID        string          `json:"route_id,omitempty"`
-	Decision       string          `json:"decision,omitempty"`
-	Lane           string          `json:"lane,omitempty"`
-	GateDecisionID string          `json:"gate_decision_id,omitempty"`
-	AuditSeq       int64           `json:"audit_seq,omitempty"`
-	Replayed       bool            `json:"replayed,omitempty"`
-	Proposal       json.RawMessage `json:"proposal,omitempty"`
-}
-
-// Call statuses of CallResult.
-const (
-	StatusExecuted          = "executed"
-	StatusApprovalRequested = "approval_requested"
-)
 
 // reserved argument names of a capability tool; any other key that is not
 // a scope field merges into the payload (seed 004).
@@ -300,33 +272,33 @@ func itemFor(c ladder.Capability, a capabilityArgs) (string, error) {
 // evidence gate → audit write → execute once → record the result. The
 // step's lane in force when the call commits decides it: when a lane change
 // lands between the route and the commit, the call is decided again.
-func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (CallResult, error) {
+func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (ladder.CallResult, error) {
 	c, ok := s.FindCapability(p.Workspace, name)
 	if !ok {
-		return CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
+		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
 	}
 	if !c.Served {
-		return CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
 	}
 	a, err := splitArgs(c, raw)
 	if err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	if err := s.scopeInPayload(p.Workspace, a.payload); err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	if err := s.ValidatePayload(p.Workspace, c, a.payload); err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	if err := s.checkScope(p.Workspace, a.scope); err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	payload, err := ladder.CanonicalJSON(a.payload)
 	if err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	if err := argSizes(c, payload, a.evidence); err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	var st ladder.Step
 	if c.Step != "" {
@@ -335,7 +307,7 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 			queue, step = "", queue
 		}
 		if st, err = s.FindStep(p.Workspace, queue, step); err != nil {
-			return CallResult{}, err
+			return ladder.CallResult{}, err
 		}
 	}
 	for attempt := 1; ; attempt++ {
@@ -344,7 +316,7 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 			if attempt < laneAttempts {
 				continue
 			}
-			return CallResult{}, laneChanging(st)
+			return ladder.CallResult{}, laneChanging(st)
 		}
 		return res, err
 	}
@@ -352,10 +324,10 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 
 // callOnce decides and carries out a call once; ErrLaneChanged means the
 // step's lane changed before the call committed, and nothing was done.
-func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Capability, st ladder.Step, a capabilityArgs, payload json.RawMessage) (CallResult, error) {
+func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Capability, st ladder.Step, a capabilityArgs, payload json.RawMessage) (ladder.CallResult, error) {
 	this := request{payload: payload, scope: a.scope, evidence: evidenceHash(a.evidence)}
 	ap := ladder.Approval{Workspace: p.Workspace, Capability: c.ID, Payload: payload, Scope: a.scope, Evidence: a.evidence, IdempotencyKey: a.idempotencyKey, RequestedBy: p.KeyID}
-	res := CallResult{Capability: c.ID}
+	res := ladder.CallResult{Capability: c.ID}
 
 	// 0. A repeated idempotency key answers with what became of its first
 	// call or approval, and never decides anew: a retry after a lane change
@@ -364,28 +336,28 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	if a.idempotencyKey != "" {
 		if done, err := s.store.CallByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
 			if err := sameRequest(a.idempotencyKey, requestOfCall(done), this, "call_id", done.ID); err != nil {
-				return CallResult{}, err
+				return ladder.CallResult{}, err
 			}
 			return s.replay(done, res)
 		} else if !errors.Is(err, ladder.ErrNotFound) {
-			return CallResult{}, storeErr("find call", err)
+			return ladder.CallResult{}, storeErr("find call", err)
 		}
 		if first, err := s.store.ApprovalByKey(ctx, p.Workspace, c.ID, a.idempotencyKey); err == nil {
 			if err := sameRequest(a.idempotencyKey, requestOfApproval(first), this, "approval_id", first.ID); err != nil {
-				return CallResult{}, err
+				return ladder.CallResult{}, err
 			}
 			switch {
 			case first.Kind == ladder.ApprovalEscalate:
 				// Held by the gate: the same evidence is scored again below
 				// and the hold answered with this approval.
 			case first.Status == ladder.ApprovalShadow:
-				return CallResult{}, needsPerson(first.Step, first.RouteID, ladder.LaneShadow, first.ID)
+				return ladder.CallResult{}, needsPerson(first.Step, first.RouteID, ladder.LaneShadow, first.ID)
 			default:
 				res.RouteID, res.GateDecisionID = first.RouteID, first.GateDecisionID
 				return s.approvalAnswer(first, res), nil
 			}
 		} else if !errors.Is(err, ladder.ErrNotFound) {
-			return CallResult{}, storeErr("find approval", err)
+			return ladder.CallResult{}, storeErr("find approval", err)
 		}
 	}
 
@@ -399,11 +371,11 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	} else if c.Step != "" {
 		item, err := itemFor(c, a)
 		if err != nil {
-			return CallResult{}, err
+			return ladder.CallResult{}, err
 		}
 		rt, err := s.routeItem(ctx, p, st, item, nil)
 		if err != nil {
-			return CallResult{}, err
+			return ladder.CallResult{}, err
 		}
 		res.RouteID, res.Decision, res.Lane = rt.ID, string(rt.Decision), string(rt.Lane)
 		ap.RouteID, ap.Queue, ap.Step, ap.Item = rt.ID, rt.Queue, rt.Step, rt.Item
@@ -422,14 +394,14 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 				ap.Kind, ap.Status, ap.Reason = ladder.ApprovalShadowRec, ladder.ApprovalShadow, rt.Reason
 				rec, err := s.storeApproval(ctx, p, ap)
 				if errors.Is(err, ladder.ErrTooManyShadow) || errors.Is(err, ladder.ErrRouteReviewed) {
-					return CallResult{}, s.shadowNotRecorded(ctx, p, rt, err)
+					return ladder.CallResult{}, s.shadowNotRecorded(ctx, p, rt, err)
 				}
 				if err != nil {
-					return CallResult{}, err
+					return ladder.CallResult{}, err
 				}
 				recorded = rec.ID
 			}
-			return CallResult{}, needsPerson(rt.Step, rt.ID, rt.Lane, recorded)
+			return ladder.CallResult{}, needsPerson(rt.Step, rt.ID, rt.Lane, recorded)
 		}
 	}
 
@@ -440,11 +412,11 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	if c.Gate != nil {
 		g, err := s.gateCall(ctx, p, c, a.payload, payload, a.evidence)
 		if err != nil {
-			return CallResult{}, err
+			return ladder.CallResult{}, err
 		}
 		res.GateDecisionID = g.DecisionID
 		if g.GateState != gate.StatePass {
-			return CallResult{}, s.held(ctx, p, ap, g, res)
+			return ladder.CallResult{}, s.held(ctx, p, ap, g, res)
 		}
 		ap.GateDecisionID, ap.GateState = g.DecisionID, g.GateState
 	}
@@ -464,26 +436,26 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 // its payload describes: each bound evidence field must name what the
 // payload acts on (gate.AuthorizeBound), and the recorded decision carries
 // the payload's hash. Only a PASS lets the call commit.
-func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Capability, payload map[string]any, canonical, evidence json.RawMessage) (GateResult, error) {
+func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Capability, payload map[string]any, canonical, evidence json.RawMessage) (ladder.GateResult, error) {
 	bound := make(map[string]string, len(c.Gate.Bind))
 	for field, at := range c.Gate.Bind {
 		path, err := ladder.ItemPath(at)
 		if err != nil {
-			return GateResult{}, fmt.Errorf("capability %s: bind %s: %w", c.ID, field, err)
+			return ladder.GateResult{}, fmt.Errorf("capability %s: bind %s: %w", c.ID, field, err)
 		}
 		// Both sides of the comparison are spelled by gate.BoundValue.
 		v, _ := ladder.ValueAt(payload, path)
 		bound[field], _ = gate.BoundValue(v)
 	}
 	sum := sha256.Sum256(canonical)
-	return s.authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
+	return s.authorize(ctx, p, ladder.AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
 }
 
 // held answers a call the evidence gate did not pass: nothing runs. A
 // verdict on the evidence itself leaves an escalation a person can see
 // (and approve only once the evidence passes); evidence that names another
 // action leaves none, since no verdict on it can ever authorize this one.
-func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approval, g GateResult, res CallResult) error {
+func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approval, g ladder.GateResult, res ladder.CallResult) error {
 	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
 		"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "route_id": res.RouteID}
 	hint := "nothing ran; improve the evidence (list_precondition_functions shows what counts)"
@@ -646,17 +618,17 @@ func sameRequest(key string, first, this request, idField, id string) error {
 		Data:    map[string]any{idField: id, "field": "idempotency_key"}}
 }
 
-func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval, res CallResult) (CallResult, error) {
+func (s *Service) requestApproval(ctx context.Context, p ladder.Principal, ap ladder.Approval, res ladder.CallResult) (ladder.CallResult, error) {
 	rec, err := s.storeApproval(ctx, p, ap)
 	if err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	return s.approvalAnswer(rec, res), nil
 }
 
 // approvalAnswer is the call result that points the agent at an approval.
-func (s *Service) approvalAnswer(rec ladder.Approval, res CallResult) CallResult {
-	res.Status, res.ApprovalID, res.Proposal = StatusApprovalRequested, rec.ID, rec.Payload
+func (s *Service) approvalAnswer(rec ladder.Approval, res ladder.CallResult) ladder.CallResult {
+	res.Status, res.ApprovalID, res.Proposal = ladder.CallResultApprovalRequested, rec.ID, rec.Payload
 	exp := rec.ExpiresAt
 	res.ExpiresAt = &exp
 	res.Message = fmt.Sprintf("%s Nothing ran: approval %s is %s; call approval_status with this id to learn what a person decided.", rec.Reason, rec.ID, rec.Status)
@@ -665,7 +637,7 @@ func (s *Service) approvalAnswer(rec ladder.Approval, res CallResult) CallResult
 
 // execute records the call (fail closed: no audit record, no execution),
 // runs it once and records its result.
-func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability, call ladder.Call, res CallResult) (CallResult, error) {
+func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability, call ladder.Call, res ladder.CallResult) (ladder.CallResult, error) {
 	now := ladder.NormTime(s.now())
 	call.StartedAt = now
 	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, map[string]any{
@@ -673,24 +645,24 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		"route_id": call.RouteID, "gate_decision_id": call.GateDecisionID, "approval_id": call.ApprovalID, "executor": c.Executor.Kind,
 	})
 	if err != nil {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	got, created, err := s.store.BeginCall(ctx, call, e)
 	if errors.Is(err, ladder.ErrLaneChanged) {
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	if err != nil {
-		return CallResult{}, storeErr("begin call", err)
+		return ladder.CallResult{}, storeErr("begin call", err)
 	}
 	if !created {
 		if err := sameRequest(call.IdempotencyKey, requestOfCall(got), requestOfCall(call), "call_id", got.ID); err != nil {
-			return CallResult{}, err
+			return ladder.CallResult{}, err
 		}
 		return s.replay(got, res)
 	}
 	res.CallID, res.AuditSeq = got.ID, got.AuditSeq
 	if s.runner == nil {
-		return CallResult{}, errors.New("no executor configured")
+		return ladder.CallResult{}, errors.New("no executor configured")
 	}
 	// Once the call is recorded as begun it runs to its end and its result
 	// is recorded, even if the caller goes away meanwhile: cancelling it
@@ -721,7 +693,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	})
 	if err != nil {
 		s.calls.end(got.ID)
-		return CallResult{}, err
+		return ladder.CallResult{}, err
 	}
 	// The call ran: its result is stored, retried, or held in memory until
 	// the store takes it, and the caller gets the truthful answer either
@@ -736,16 +708,16 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		for k, v := range le.Data {
 			data[k] = v
 		}
-		return CallResult{}, &ladder.Error{Code: le.Code, Message: string(le.Code), Hint: le.Message + "; " + le.Hint, Data: data, Err: le.Err}
+		return ladder.CallResult{}, &ladder.Error{Code: le.Code, Message: string(le.Code), Hint: le.Message + "; " + le.Hint, Data: data, Err: le.Err}
 	}
-	res.Status, res.Result = StatusExecuted, got.Result
+	res.Status, res.Result = ladder.CallResultExecuted, got.Result
 	res.Message = fmt.Sprintf("%s ran (call %s).", c.ID, got.ID)
 	return res, nil
 }
 
 // replay answers a repeated call with the first call's outcome; it never
 // executes again.
-func (s *Service) replay(first ladder.Call, res CallResult) (CallResult, error) {
+func (s *Service) replay(first ladder.Call, res ladder.CallResult) (ladder.CallResult, error) {
 	res.CallID, res.Replayed, res.RouteID, res.GateDecisionID = first.ID, true, first.RouteID, first.GateDecisionID
 	if first.Status == ladder.CallRunning || first.Status == ladder.CallUnknown {
 		// A result this process holds, not stored yet, is the answer the
@@ -756,17 +728,17 @@ func (s *Service) replay(first ladder.Call, res CallResult) (CallResult, error) 
 	}
 	switch first.Status {
 	case ladder.CallUnknown:
-		return CallResult{}, outcomeUnknown(first)
+		return ladder.CallResult{}, outcomeUnknown(first)
 	case ladder.CallOK:
-		res.Status, res.Result = StatusExecuted, first.Result
+		res.Status, res.Result = ladder.CallResultExecuted, first.Result
 		res.Message = fmt.Sprintf("%s ran earlier with this idempotency_key (call %s); this is its result, and nothing ran again.", first.Capability, first.ID)
 		return res, nil
 	case ladder.CallFailed:
-		return CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: string(first.ErrorCode),
+		return ladder.CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: string(first.ErrorCode),
 			Hint: "the earlier call with this idempotency_key failed: " + first.Error + "; use a new idempotency_key to try again",
 			Data: map[string]any{"call_id": first.ID, "replayed": true}}
 	}
-	return CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "CONFLICT",
+	return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "CONFLICT",
 		Hint: "a call with this idempotency_key is still running; wait, then call again with the same key to get its result",
 		Data: map[string]any{"call_id": first.ID}}
 }

@@ -11,33 +11,6 @@ import (
 	"github.com/ladderhq/ladder/stats"
 )
 
-// WeekRow is one week of an evidence pack's weekly figures.
-type WeekRow struct {
-	Week        int      `json:"week"`
-	ISOWeek     string   `json:"iso_week"`
-	N           int      `json:"n"`
-	Agreements  int      `json:"agreements"`
-	Accuracy    *float64 `json:"accuracy"`
-	WilsonLower float64  `json:"wilson_lower"`
-	WilsonUpper float64  `json:"wilson_upper"`
-}
-
-// OperatorError is the share of double-reviewed human-handled items where
-// the second reviewer found the first wrong.
-type OperatorError struct {
-	N      int      `json:"n"`
-	Errors int      `json:"errors"`
-	Rate   *float64 `json:"rate"`
-}
-
-// Figures are a step's weekly and pooled figures.
-type Figures struct {
-	Weekly        []WeekRow     `json:"weekly"`
-	Rolling2      stats.Window  `json:"rolling_2"`
-	Rolling4      stats.Window  `json:"rolling_4"`
-	OperatorError OperatorError `json:"operator_error"`
-}
-
 // weekSeries is a step's aggregates laid out by week number: week 1 is the
 // step's first week of records, and missing weeks are zero rows.
 type weekSeries struct {
@@ -114,7 +87,7 @@ func (ws weekSeries) tail(k int) ladder.WeekAgg {
 	return t
 }
 
-func rolling(ws weekSeries, k int) stats.Window {
+func rolling(ws weekSeries, k int) ladder.Window {
 	if len(ws.rows) == 0 {
 		return stats.NewWindow(0, 0, stats.Counts{}, stats.Z95)
 	}
@@ -123,12 +96,12 @@ func rolling(ws weekSeries, k int) stats.Window {
 
 // figures builds the pack's figures from every epoch, up to the last week
 // with records (the "evidence to week N" of seed 000).
-func figures(weeks []ladder.WeekAgg) (Figures, int) {
+func figures(weeks []ladder.WeekAgg) (ladder.Figures, int) {
 	ws := buildSeries(weeks, -1, time.Time{})
-	f := Figures{Weekly: []WeekRow{}}
+	f := ladder.Figures{Weekly: []ladder.WeekRow{}}
 	for i, r := range ws.rows {
 		lo, hi := stats.Wilson(r.Agreements, r.N, stats.Z95)
-		row := WeekRow{Week: i + 1, ISOWeek: r.ISOWeek, N: r.N, Agreements: r.Agreements, WilsonLower: round4(lo), WilsonUpper: round4(hi)}
+		row := ladder.WeekRow{Week: i + 1, ISOWeek: r.ISOWeek, N: r.N, Agreements: r.Agreements, WilsonLower: round4(lo), WilsonUpper: round4(hi)}
 		if r.N > 0 {
 			a := round4(float64(r.Agreements) / float64(r.N))
 			row.Accuracy = &a
@@ -145,7 +118,7 @@ func figures(weeks []ladder.WeekAgg) (Figures, int) {
 // epoch's last four weeks up to now (RuleInput). A step in auto has no
 // person-handled items to double-review, so for it the figure is the one its
 // promotion to auto used, as that lane change recorded it.
-func operatorErrorInForce(in rules.Input, lane ladder.Lane, changes []ladder.LaneChange) OperatorError {
+func operatorErrorInForce(in rules.Input, lane ladder.Lane, changes []ladder.LaneChange) ladder.OperatorError {
 	n, errs := in.OperatorN, in.OperatorErrors
 	if lane == ladder.LaneAuto {
 		for i := len(changes) - 1; i >= 0; i-- {
@@ -159,7 +132,7 @@ func operatorErrorInForce(in rules.Input, lane ladder.Lane, changes []ladder.Lan
 			break
 		}
 	}
-	op := OperatorError{N: n, Errors: errs}
+	op := ladder.OperatorError{N: n, Errors: errs}
 	if n > 0 {
 		r := round4(float64(errs) / float64(n))
 		op.Rate = &r
@@ -169,7 +142,7 @@ func operatorErrorInForce(in rules.Input, lane ladder.Lane, changes []ladder.Lan
 
 func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
 
-func roundWindow(w stats.Window) stats.Window {
+func roundWindow(w ladder.Window) ladder.Window {
 	w.WilsonLower, w.WilsonUpper = round4(w.WilsonLower), round4(w.WilsonUpper)
 	if w.Accuracy != nil {
 		a := round4(*w.Accuracy)
@@ -206,7 +179,7 @@ func OutcomeTest(oc ladder.OutcomeCounts) stats.NIResult {
 func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 // Why is the one sentence that says why a step is in its lane (seed 000).
-func Why(step ladder.Step, state ladder.StepState, weeks []ladder.WeekAgg, th rules.Thresholds, now time.Time) string {
+func Why(step ladder.Step, state ladder.StepState, weeks []ladder.WeekAgg, th ladder.Thresholds, now time.Time) string {
 	ws := buildSeries(weeks, -1, time.Time{})
 	switch {
 	case state.Pinned:

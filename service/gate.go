@@ -19,19 +19,6 @@ const (
 	MaxGateHistoryLimit     = 500
 )
 
-// GateFunctionsView is the list_precondition_functions answer: the case ids
-// of the key's workspace and, for the case asked for (or every case), the
-// functions authorize takes with the evidence schema of each.
-type GateFunctionsView struct {
-	Workspace string `json:"workspace"`
-	// CaseIDs lists every gate case of the workspace, so a caller that
-	// named none can pick one.
-	CaseIDs []string        `json:"case_ids"`
-	Cases   []gate.CaseInfo `json:"cases"`
-	// Sentence is the text content's first sentence.
-	Sentence string `json:"-"`
-}
-
 // gateOf returns the workspace's gate, or nil when it declares no cases.
 func (s *Service) gateOf(workspace string) *gate.Gate {
 	return s.gates[workspace]
@@ -52,9 +39,9 @@ func caseIDs(g *gate.Gate) []string {
 
 // GateFunctions lists the precondition functions of one case, or of every
 // case of the workspace when caseID is empty.
-func (s *Service) GateFunctions(workspace, caseID string) (GateFunctionsView, error) {
+func (s *Service) GateFunctions(workspace, caseID string) (ladder.GateFunctionsView, error) {
 	g := s.gateOf(workspace)
-	v := GateFunctionsView{Workspace: workspace, CaseIDs: caseIDs(g), Cases: []gate.CaseInfo{}}
+	v := ladder.GateFunctionsView{Workspace: workspace, CaseIDs: caseIDs(g), Cases: []ladder.GateCaseInfo{}}
 	if caseID == "" {
 		if g != nil {
 			v.Cases = g.Cases()
@@ -72,7 +59,7 @@ func (s *Service) GateFunctions(workspace, caseID string) (GateFunctionsView, er
 	}
 	for _, c := range g.Cases() {
 		if c.ID == caseID {
-			v.Cases = []gate.CaseInfo{c}
+			v.Cases = []ladder.GateCaseInfo{c}
 			names := make([]string, len(c.Functions))
 			for i, f := range c.Functions {
 				names[i] = f.PreconditionFn
@@ -98,50 +85,11 @@ func unknownCase(caseID string, valid []string) *ladder.Error {
 	return &ladder.Error{Code: ladder.CodeUnknownCase, Message: msg, Hint: hint, Data: map[string]any{"field": "case", "valid": valid}}
 }
 
-// AuthorizeRequest asks the evidence gate whether a commit may go ahead.
-type AuthorizeRequest struct {
-	Case           string          `json:"case"`
-	PreconditionFn string          `json:"precondition_fn"`
-	Evidence       json.RawMessage `json:"evidence,omitempty"`
-}
-
-// GateResult is an authorize answer (DESIGN.md §5) and one row of gate
-// history: the contract fields, then the legacy fields kept for callers of
-// the original tool. Only GateState PASS authorizes the action.
-type GateResult struct {
-	GateState           string      `json:"gate_state"`
-	SchemaVersion       string      `json:"schema_version"`
-	CQScores            gate.Scores `json:"cq_scores"`
-	ReasonCode          string      `json:"reason_code"`
-	AutoRepairAvailable bool        `json:"auto_repair_available"`
-	HumanReadable       string      `json:"human_readable"`
-	DecisionID          string      `json:"decision_id"`
-
-	Case           string          `json:"case"`
-	PreconditionFn string          `json:"precondition_fn"`
-	ActionID       string          `json:"action_id"`
-	Notes          string          `json:"notes,omitempty"`
-	Evidence       json.RawMessage `json:"evidence,omitempty"`
-	KeyID          string          `json:"key_id"`
-	At             time.Time       `json:"at"`
-
-	// Legacy fields.
-	Route          string  `json:"route"`
-	Authorized     bool    `json:"authorized"`
-	R              float64 `json:"R"`
-	C              float64 `json:"C"`
-	O              float64 `json:"O"`
-	Ro             float64 `json:"Ro"`
-	Q              float64 `json:"Q"`
-	VerifiableExt  bool    `json:"verifiable_ext"`
-	RepairAttempts int     `json:"repair_attempts"`
-}
-
 // GateResultOf renders a stored decision as the authorize contract.
-func GateResultOf(d ladder.GateDecisionRecord) GateResult {
-	return GateResult{
+func GateResultOf(d ladder.GateDecisionRecord) ladder.GateResult {
+	return ladder.GateResult{
 		GateState: d.GateState, SchemaVersion: gate.SchemaVersion,
-		CQScores:   gate.Scores{Relevance: d.R, Coverage: d.C, Ordering: d.O, Robustness: d.Ro},
+		CQScores:   ladder.GateScores{Relevance: d.R, Coverage: d.C, Ordering: d.O, Robustness: d.Ro},
 		ReasonCode: d.ReasonCode, AutoRepairAvailable: d.RepairAttempts > 0,
 		HumanReadable: d.HumanReadable, DecisionID: d.ID,
 		Case: d.Case, PreconditionFn: d.PreconditionFn, ActionID: d.ActionID, Notes: d.Notes, Evidence: d.Evidence,
@@ -163,22 +111,22 @@ func GateResultOf(d ladder.GateDecisionRecord) GateResult {
 // names), EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
 // commit a person always makes — that refusal is recorded too, and carries
 // its decision_id.
-func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest) (GateResult, error) {
+func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req ladder.AuthorizeRequest) (ladder.GateResult, error) {
 	return s.authorize(ctx, p, req, nil, "")
 }
 
 // authorize is Authorize for an action: bound holds the evidence fields
 // that must name what the action acts on (gate.AuthorizeBound), and
 // payloadHash, recorded with the decision, the action's payload.
-func (s *Service) authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest, bound map[string]string, payloadHash string) (GateResult, error) {
+func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.AuthorizeRequest, bound map[string]string, payloadHash string) (ladder.GateResult, error) {
 	g := s.gateOf(p.Workspace)
 	valid := caseIDs(g)
 	if req.Case == "" || g == nil {
-		return GateResult{}, unknownCase(req.Case, valid)
+		return ladder.GateResult{}, unknownCase(req.Case, valid)
 	}
 	ev, err := decodeEvidence(req.Evidence)
 	if err != nil {
-		return GateResult{}, err
+		return ladder.GateResult{}, err
 	}
 	d, err := g.AuthorizeBound(req.Case, req.PreconditionFn, ev, bound)
 	var le *gate.LookupError
@@ -189,20 +137,20 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 		d.PreconditionFn = req.PreconditionFn
 		rec, werr := s.recordGate(ctx, p, d, payloadHash)
 		if werr != nil {
-			return GateResult{}, werr
+			return ladder.GateResult{}, werr
 		}
-		return GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
+		return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
 			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s)", le.Name, le.Case, rec.ReasonCode, rec.ID),
 			Hint:    "do not perform this action; ask a person to make this commit. To see what evidence can authorize, call list_precondition_functions",
 			Data:    map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false}}
 	case errors.As(err, &le) && errors.Is(err, gate.ErrUnknownCase):
-		return GateResult{}, unknownCase(req.Case, valid)
+		return ladder.GateResult{}, unknownCase(req.Case, valid)
 	case errors.As(err, &le):
 		msg := fmt.Sprintf("no precondition function %q in case %s", req.PreconditionFn, req.Case)
 		if req.PreconditionFn == "" {
 			msg = "precondition_fn is required"
 		}
-		return GateResult{}, &ladder.Error{Code: ladder.CodeUnknownFunction, Message: msg,
+		return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeUnknownFunction, Message: msg,
 			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects; valid precondition_fn values: %s", req.Case, strings.Join(le.Valid, ", ")),
 			Data: map[string]any{"field": "precondition_fn", "valid": le.Valid}}
 	default:
@@ -212,15 +160,15 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 			if ee.Field != "" {
 				field = "evidence." + ee.Field
 			}
-			return GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: gate.Redact(ee.Error()),
+			return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: gate.Redact(ee.Error()),
 				Hint: fmt.Sprintf("fix %s and call again; list_precondition_functions with case %q shows the evidence schema of %s", field, req.Case, req.PreconditionFn),
 				Data: map[string]any{"field": field}}
 		}
-		return GateResult{}, fmt.Errorf("authorize: %w", err)
+		return ladder.GateResult{}, fmt.Errorf("authorize: %w", err)
 	}
 	rec, err := s.recordGate(ctx, p, d, payloadHash)
 	if err != nil {
-		return GateResult{}, err
+		return ladder.GateResult{}, err
 	}
 	return GateResultOf(rec), nil
 }
@@ -330,44 +278,21 @@ func RedactEvidence(v any) any {
 	return v
 }
 
-// GateHistoryRequest filters and pages gate_history_get.
-type GateHistoryRequest struct {
-	Case           string `json:"case,omitempty"`
-	PreconditionFn string `json:"precondition_fn,omitempty"`
-	ActionID       string `json:"action_id,omitempty"`
-	GateState      string `json:"gate_state,omitempty"`
-	Since          string `json:"since,omitempty"` // RFC 3339, inclusive
-	Until          string `json:"until,omitempty"` // RFC 3339, exclusive
-	Limit          int    `json:"limit,omitempty"`
-	Cursor         string `json:"cursor,omitempty"`
-}
-
-// GateHistoryPage is one page of gate history, newest first.
-type GateHistoryPage struct {
-	Workspace string       `json:"workspace"`
-	Decisions []GateResult `json:"decisions"`
-	// NextCursor continues after this page; empty on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-	HasMore    bool   `json:"has_more"`
-	// Sentence is the text content's first sentence.
-	Sentence string `json:"-"`
-}
-
 // GateHistory lists the workspace's recorded gate decisions, newest first,
 // filtered and paged. It never writes.
-func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHistoryRequest) (GateHistoryPage, error) {
+func (s *Service) GateHistory(ctx context.Context, workspace string, req ladder.GateHistoryRequest) (ladder.GateHistoryPage, error) {
 	limit := req.Limit
 	switch {
 	case limit == 0:
 		limit = DefaultGateHistoryLimit
 	case limit < 1 || limit > MaxGateHistoryLimit:
-		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("limit %d is out of range 1–%d", req.Limit, MaxGateHistoryLimit),
+		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("limit %d is out of range 1–%d", req.Limit, MaxGateHistoryLimit),
 			Hint: fmt.Sprintf("send a limit from 1 to %d (default %d) and page on with next_cursor", MaxGateHistoryLimit, DefaultGateHistoryLimit), Data: map[string]any{"field": "limit"}}
 	}
 	switch req.GateState {
 	case "", gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman:
 	default:
-		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
+		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
 			Hint: "send one of PASS, ESCALATE, BYPASS_TO_HUMAN, or leave gate_state out", Data: map[string]any{"field": "gate_state", "allowed": []string{gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman}}}
 	}
 	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState}
@@ -381,7 +306,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 		}
 		t, err := time.Parse(time.RFC3339Nano, tf.in)
 		if err != nil {
-			return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s %q is not an RFC 3339 time", tf.name, tf.in),
+			return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s %q is not an RFC 3339 time", tf.name, tf.in),
 				Hint: fmt.Sprintf("send %s like 2026-09-01T00:00:00Z", tf.name), Data: map[string]any{"field": tf.name}}
 		}
 		// Stored times are whole microseconds; rounding a bound up keeps
@@ -394,11 +319,11 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 	if req.Cursor != "" {
 		seq, err := gateCursor.decode(req.Cursor)
 		if err != nil {
-			return GateHistoryPage{}, err
+			return ladder.GateHistoryPage{}, err
 		}
 		q.BeforeSeq = seq
 	}
-	page := GateHistoryPage{Workspace: workspace, Decisions: []GateResult{}}
+	page := ladder.GateHistoryPage{Workspace: workspace, Decisions: []ladder.GateResult{}}
 	// A page holds at most limit decisions and ends early once their
 	// evidence reaches PageBytes.
 	b := pageBudget{limit: limit}
@@ -407,7 +332,7 @@ read:
 		q.Limit = b.chunk()
 		recs, err := s.store.GateHistory(ctx, q)
 		if err != nil {
-			return GateHistoryPage{}, storeErr("gate history", err)
+			return ladder.GateHistoryPage{}, storeErr("gate history", err)
 		}
 		for _, r := range recs {
 			if b.full() {

@@ -31,14 +31,14 @@ func TestAuthorize(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		p    ladder.Principal
-		req  AuthorizeRequest
+		req  ladder.AuthorizeRequest
 		want answer
 	}{
-		{"evidence that passes", demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(releaseEvidence("B-1", false))}, answer{State: gate.StatePass}},
-		{"an open dispute escalates", demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(releaseEvidence("B-1", true))}, answer{State: gate.StateEscalate}},
-		{"evidence not an object", demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`[true]`)}, answer{Refuse: refusal{Code: ladder.CodeEvidenceInvalid, Field: "evidence"}}},
-		{"evidence missing a check", demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`{"bill_id":"B-1"}`)}, answer{Refuse: refusal{Code: ladder.CodeEvidenceInvalid, Field: "evidence"}}},
-		{"a commit only a person makes", iia, AuthorizeRequest{Case: "ai_investment", PreconditionFn: "team_capability", Evidence: json.RawMessage(`{}`)}, answer{Refuse: refusal{Code: ladder.CodeBypassToHuman, Field: "precondition_fn"}}},
+		{"evidence that passes", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(releaseEvidence("B-1", false))}, answer{State: gate.StatePass}},
+		{"an open dispute escalates", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(releaseEvidence("B-1", true))}, answer{State: gate.StateEscalate}},
+		{"evidence not an object", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`[true]`)}, answer{Refuse: refusal{Code: ladder.CodeEvidenceInvalid, Field: "evidence"}}},
+		{"evidence missing a check", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`{"bill_id":"B-1"}`)}, answer{Refuse: refusal{Code: ladder.CodeEvidenceInvalid, Field: "evidence"}}},
+		{"a commit only a person makes", iia, ladder.AuthorizeRequest{Case: "ai_investment", PreconditionFn: "team_capability", Evidence: json.RawMessage(`{}`)}, answer{Refuse: refusal{Code: ladder.CodeBypassToHuman, Field: "precondition_fn"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := s.Authorize(ctx, tt.p, tt.req)
@@ -59,15 +59,15 @@ func TestAuthorize(t *testing.T) {
 	// here, two below), the bypass in iia-gate's.
 	for _, tt := range []struct {
 		name string
-		req  GateHistoryRequest
+		req  ladder.GateHistoryRequest
 		want refusal
 	}{
-		{"limit out of range", GateHistoryRequest{Limit: -1}, invalid("limit")},
-		{"limit over the maximum", GateHistoryRequest{Limit: MaxGateHistoryLimit + 1}, invalid("limit")},
-		{"unknown gate state", GateHistoryRequest{GateState: "MAYBE"}, invalid("gate_state")},
-		{"since not a time", GateHistoryRequest{Since: "yesterday"}, invalid("since")},
-		{"until not a time", GateHistoryRequest{Until: "2026-13-01"}, invalid("until")},
-		{"a cursor of another list", GateHistoryRequest{Cursor: "ap1:3"}, refusal{Code: ladder.CodeBadCursor, Field: "cursor"}},
+		{"limit out of range", ladder.GateHistoryRequest{Limit: -1}, invalid("limit")},
+		{"limit over the maximum", ladder.GateHistoryRequest{Limit: MaxGateHistoryLimit + 1}, invalid("limit")},
+		{"unknown gate state", ladder.GateHistoryRequest{GateState: "MAYBE"}, invalid("gate_state")},
+		{"since not a time", ladder.GateHistoryRequest{Since: "yesterday"}, invalid("since")},
+		{"until not a time", ladder.GateHistoryRequest{Until: "2026-13-01"}, invalid("until")},
+		{"a cursor of another list", ladder.GateHistoryRequest{Cursor: "ap1:3"}, refusal{Code: ladder.CodeBadCursor, Field: "cursor"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.GateHistory(ctx, demoWS, tt.req)
@@ -77,11 +77,11 @@ func TestAuthorize(t *testing.T) {
 		})
 	}
 	for _, ev := range []string{releaseEvidence("B-2", false), releaseEvidence("B-3", true)} {
-		if _, err := s.Authorize(ctx, demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(ev)}); err != nil {
+		if _, err := s.Authorize(ctx, demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(ev)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	states := func(req GateHistoryRequest) []string {
+	states := func(req ladder.GateHistoryRequest) []string {
 		t.Helper()
 		var out []string
 		for pages := 0; ; pages++ {
@@ -103,15 +103,15 @@ func TestAuthorize(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		req  GateHistoryRequest
+		req  ladder.GateHistoryRequest
 		want []string
 	}{
-		{"all, newest first", GateHistoryRequest{}, []string{gate.StateEscalate, gate.StatePass, gate.StateEscalate, gate.StatePass}},
-		{"one a page", GateHistoryRequest{Limit: 1}, []string{gate.StateEscalate, gate.StatePass, gate.StateEscalate, gate.StatePass}},
-		{"passes only", GateHistoryRequest{GateState: gate.StatePass, Limit: 1}, []string{gate.StatePass, gate.StatePass}},
-		{"before the first", GateHistoryRequest{Until: "2026-01-01T00:00:00Z"}, nil},
-		{"since the clock's time", GateHistoryRequest{Since: "2026-09-01T09:00:00Z", GateState: gate.StateEscalate}, []string{gate.StateEscalate, gate.StateEscalate}},
-		{"another case", GateHistoryRequest{Case: "ai_investment"}, nil},
+		{"all, newest first", ladder.GateHistoryRequest{}, []string{gate.StateEscalate, gate.StatePass, gate.StateEscalate, gate.StatePass}},
+		{"one a page", ladder.GateHistoryRequest{Limit: 1}, []string{gate.StateEscalate, gate.StatePass, gate.StateEscalate, gate.StatePass}},
+		{"passes only", ladder.GateHistoryRequest{GateState: gate.StatePass, Limit: 1}, []string{gate.StatePass, gate.StatePass}},
+		{"before the first", ladder.GateHistoryRequest{Until: "2026-01-01T00:00:00Z"}, nil},
+		{"since the clock's time", ladder.GateHistoryRequest{Since: "2026-09-01T09:00:00Z", GateState: gate.StateEscalate}, []string{gate.StateEscalate, gate.StateEscalate}},
+		{"another case", ladder.GateHistoryRequest{Case: "ai_investment"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, states(tt.req)); diff != "" {
@@ -119,7 +119,7 @@ func TestAuthorize(t *testing.T) {
 			}
 		})
 	}
-	iiaPage, err := s.GateHistory(ctx, "iia-gate", GateHistoryRequest{})
+	iiaPage, err := s.GateHistory(ctx, "iia-gate", ladder.GateHistoryRequest{})
 	if err != nil || len(iiaPage.Decisions) != 1 || iiaPage.Decisions[0].GateState != gate.StateBypassToHuman {
 		t.Errorf("iia-gate history: %+v, %v", iiaPage.Decisions, err)
 	}
@@ -133,7 +133,7 @@ func TestGatedCall(t *testing.T) {
 	run := &fakeRunner{}
 	s := newDemoService(t, withRunner(run))
 	ctx := context.Background()
-	if _, err := s.Pin(ctx, demoHuman, "bills", "decide_hold", PinRequest{Lane: string(ladder.LaneAuto), Reason: "test the gate alone"}, true); err != nil {
+	if _, err := s.Pin(ctx, demoHuman, "bills", "decide_hold", ladder.PinRequest{Lane: string(ladder.LaneAuto), Reason: "test the gate alone"}, true); err != nil {
 		t.Fatal(err)
 	}
 	type answer struct {
@@ -147,7 +147,7 @@ func TestGatedCall(t *testing.T) {
 		want answer
 	}{
 		{"no evidence", `{"bill_id":"B-1"}`, answer{Refuse: invalid("evidence")}},
-		{"evidence that passes", `{"bill_id":"B-1","evidence":` + releaseEvidence("B-1", false) + `}`, answer{Status: StatusExecuted}},
+		{"evidence that passes", `{"bill_id":"B-1","evidence":` + releaseEvidence("B-1", false) + `}`, answer{Status: ladder.CallResultExecuted}},
 		{"evidence the gate holds", `{"bill_id":"B-2","evidence":` + releaseEvidence("B-2", true) + `}`, answer{Refuse: refusal{Code: ladder.CodeGateHeld}, HasApproval: true}},
 		{"evidence of another bill", `{"bill_id":"B-3","evidence":` + releaseEvidence("B-1", false) + `}`, answer{Refuse: refusal{Code: ladder.CodeGateHeld}}},
 		{"evidence too large", `{"bill_id":"B-4","evidence":{"note":"` + strings.Repeat("n", 70<<10) + `"}}`, answer{Refuse: invalid("evidence")}},
@@ -210,14 +210,14 @@ func TestKeys(t *testing.T) {
 
 	for _, tt := range []struct {
 		name string
-		req  KeyRequest
+		req  ladder.KeyRequest
 		want refusal
 	}{
-		{"unknown kind", KeyRequest{Workspace: demoWS, Kind: "robot"}, refusal{Code: ladder.CodeInvalidArgument}},
-		{"agent key over every workspace", KeyRequest{Workspace: AllWorkspaces, Kind: ladder.KeyAgent}, refusal{Code: ladder.CodeInvalidArgument}},
-		{"workspace not in the config", KeyRequest{Workspace: "nope", Kind: ladder.KeyAgent}, refusal{Code: ladder.CodeInvalidArgument}},
-		{"expiry in the past", KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent, ExpiresIn: -time.Hour}, refusal{Code: ladder.CodeInvalidArgument}},
-		{"agent key", KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent, Name: "bot"}, refusal{}},
+		{"unknown kind", ladder.KeyRequest{Workspace: demoWS, Kind: "robot"}, refusal{Code: ladder.CodeInvalidArgument}},
+		{"agent key over every workspace", ladder.KeyRequest{Workspace: AllWorkspaces, Kind: ladder.KeyAgent}, refusal{Code: ladder.CodeInvalidArgument}},
+		{"workspace not in the config", ladder.KeyRequest{Workspace: "nope", Kind: ladder.KeyAgent}, refusal{Code: ladder.CodeInvalidArgument}},
+		{"expiry in the past", ladder.KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent, ExpiresIn: -time.Hour}, refusal{Code: ladder.CodeInvalidArgument}},
+		{"agent key", ladder.KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent, Name: "bot"}, refusal{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := s.CreateKey(ctx, "cli", tt.req)
@@ -228,11 +228,11 @@ func TestKeys(t *testing.T) {
 			}
 		})
 	}
-	agent, agentToken, err := s.CreateKey(ctx, "cli", KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent})
+	agent, agentToken, err := s.CreateKey(ctx, "cli", ladder.KeyRequest{Workspace: demoWS, Kind: ladder.KeyAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, expiringToken, err := s.CreateKey(ctx, "cli", KeyRequest{Workspace: demoWS, Kind: ladder.KeyHuman, ExpiresIn: time.Hour})
+	_, expiringToken, err := s.CreateKey(ctx, "cli", ladder.KeyRequest{Workspace: demoWS, Kind: ladder.KeyHuman, ExpiresIn: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

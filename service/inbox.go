@@ -13,13 +13,6 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// Inbox item kinds.
-const (
-	InboxApproval = "approval" // a pending approval: a person decides it
-	InboxShadow   = "shadow"   // a shadow proposal not reviewed yet
-	InboxAudit    = "audit"    // a sampled audit not reviewed yet
-)
-
 // Inbox page sizes.
 const (
 	DefaultInboxPage = 25
@@ -37,59 +30,27 @@ const (
 	inboxAuditBatch = 200
 )
 
-// StepLanes are, for a step-tied proposal, the lane the step was in when
-// the agent proposed and the lane it is in now. A lane that changed since
-// (say, pinned to human_only) does not change the decision a person makes:
-// approving still runs the call once, as the person decided. The lane
-// governs what the agent may do alone from now on.
-type StepLanes struct {
-	Proposed ladder.Lane
-	Now      ladder.Lane
-}
-
-// Changed reports whether the step's lane moved since the proposal.
-func (l StepLanes) Changed() bool { return l.Proposed != "" && l.Now != "" && l.Proposed != l.Now }
-
-// InboxItem is one thing that waits for a person.
-type InboxItem struct {
-	Kind string
-	At   time.Time
-	// Approval is the pending approval or the shadow proposal.
-	Approval *ApprovalView
-	// Route is the sampled route of an audit.
-	Route *ladder.Route
-	// Lanes are a step-tied approval's lanes then and now.
-	Lanes StepLanes
-}
-
-// InboxPage is one page of the inbox, newest first.
-type InboxPage struct {
-	Items []InboxItem
-	// NextCursor, when set, fetches the next (older) page.
-	NextCursor string
-}
-
 // Inbox pages what waits for a person of p's workspace, newest first:
 // pending approvals, shadow proposals and sampled audits not reviewed
 // yet. The three are merged by time; the cursor holds where each one
 // stands, so every item shows on exactly one page however many there are.
-func (s *Service) Inbox(ctx context.Context, p ladder.Principal, cursor string, limit int) (InboxPage, error) {
+func (s *Service) Inbox(ctx context.Context, p ladder.Principal, cursor string, limit int) (ladder.InboxPage, error) {
 	return s.inbox(ctx, p, cursor, limit, inboxScan)
 }
 
 // inbox is Inbox with scan rows at most read per source.
-func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, limit, scan int) (InboxPage, error) {
+func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, limit, scan int) (ladder.InboxPage, error) {
 	switch {
 	case limit == 0:
 		limit = DefaultInboxPage
 	case limit < 0 || limit > MaxInboxPage:
-		return InboxPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), fmt.Sprintf("use 1 to %d (default %d)", MaxInboxPage, DefaultInboxPage))
+		return ladder.InboxPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), fmt.Sprintf("use 1 to %d (default %d)", MaxInboxPage, DefaultInboxPage))
 	}
 	pos := [3]int64{}
 	if cursor != "" {
 		var err error
 		if pos, err = decodeInboxCursor(cursor); err != nil {
-			return InboxPage{}, err
+			return ladder.InboxPage{}, err
 		}
 	}
 	rv := &reviewedRoutes{s: s, ctx: ctx, ws: p.Workspace, m: map[string]map[string]bool{}}
@@ -112,12 +73,12 @@ func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, 
 		src.pos, src.done = pos[i], pos[i] < 0
 	}
 
-	page := InboxPage{Items: []InboxItem{}}
+	page := ladder.InboxPage{Items: []ladder.InboxItem{}}
 	for len(page.Items) < limit {
 		best, bestAt := -1, time.Time{}
 		for i, src := range srcs {
 			if err := src.fill(); err != nil {
-				return InboxPage{}, err
+				return ladder.InboxPage{}, err
 			}
 			at, ok := src.head()
 			if ok && (best < 0 || at.After(bestAt)) {
@@ -138,7 +99,7 @@ func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, 
 		// Read on, so a source that has nothing left says so now rather
 		// than with an empty next page.
 		if err := src.fill(); err != nil {
-			return InboxPage{}, err
+			return ladder.InboxPage{}, err
 		}
 		pos[i] = src.next()
 		more = more || pos[i] >= 0
@@ -150,12 +111,12 @@ func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, 
 	lanes := map[ladder.StepKey]ladder.Lane{}
 	for i := range page.Items {
 		it := &page.Items[i]
-		if it.Kind != InboxApproval {
+		if it.Kind != ladder.InboxApproval {
 			continue
 		}
 		l, err := s.stepLanes(ctx, it.Approval.Approval, lanes)
 		if err != nil {
-			return InboxPage{}, err
+			return ladder.InboxPage{}, err
 		}
 		it.Lanes = l
 	}
@@ -165,36 +126,36 @@ func (s *Service) inbox(ctx context.Context, p ladder.Principal, cursor string, 
 // ApprovalLanes returns, for a step-tied approval of p's workspace, the
 // lane its step was in when the agent proposed and the lane it is in now;
 // for any other approval, nothing.
-func (s *Service) ApprovalLanes(ctx context.Context, p ladder.Principal, a ladder.Approval) (StepLanes, error) {
+func (s *Service) ApprovalLanes(ctx context.Context, p ladder.Principal, a ladder.Approval) (ladder.StepLanes, error) {
 	if a.Workspace != p.Workspace {
-		return StepLanes{}, nil
+		return ladder.StepLanes{}, nil
 	}
 	return s.stepLanes(ctx, a, map[ladder.StepKey]ladder.Lane{})
 }
 
 // stepLanes reads the lane of a's route (the lane when it was proposed)
 // and of its step now; now caches the steps' lanes across calls.
-func (s *Service) stepLanes(ctx context.Context, a ladder.Approval, now map[ladder.StepKey]ladder.Lane) (StepLanes, error) {
+func (s *Service) stepLanes(ctx context.Context, a ladder.Approval, now map[ladder.StepKey]ladder.Lane) (ladder.StepLanes, error) {
 	if a.RouteID == "" || a.Step == "" {
-		return StepLanes{}, nil
+		return ladder.StepLanes{}, nil
 	}
 	rt, err := s.store.GetRoute(ctx, a.Workspace, a.RouteID)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return StepLanes{}, nil
+		return ladder.StepLanes{}, nil
 	}
 	if err != nil {
-		return StepLanes{}, storeErr("get route", err)
+		return ladder.StepLanes{}, storeErr("get route", err)
 	}
 	key := ladder.StepKey{Workspace: a.Workspace, Queue: rt.Queue, Step: rt.Step}
 	lane, ok := now[key]
 	if !ok {
 		st, err := s.store.GetStepState(ctx, key)
 		if err != nil && !errors.Is(err, ladder.ErrNotFound) {
-			return StepLanes{}, storeErr("get step state", err)
+			return ladder.StepLanes{}, storeErr("get step state", err)
 		}
 		lane, now[key] = st.Lane, st.Lane
 	}
-	return StepLanes{Proposed: rt.Lane, Now: lane}, nil
+	return ladder.StepLanes{Proposed: rt.Lane, Now: lane}, nil
 }
 
 // inboxRow is one row a source read: its place in the source, its time,
@@ -203,7 +164,7 @@ type inboxRow struct {
 	seq  int64
 	at   time.Time
 	keep bool
-	item InboxItem
+	item ladder.InboxItem
 }
 
 // inboxSource is one of the inbox's lists, read newest first in batches.
@@ -270,9 +231,9 @@ func (src *inboxSource) next() int64 {
 // approvalRows reads approvals of one stored status; keep says which the
 // inbox shows.
 func (s *Service) approvalRows(ctx context.Context, ws string, st ladder.ApprovalStatus, keep func(ladder.Approval) (bool, error)) func(int64, int) ([]inboxRow, error) {
-	kind := InboxApproval
+	kind := ladder.InboxApproval
 	if st == ladder.ApprovalShadow {
-		kind = InboxShadow
+		kind = ladder.InboxShadow
 	}
 	return func(before int64, limit int) ([]inboxRow, error) {
 		rows, err := s.store.ListApprovals(ctx, ladder.ApprovalQuery{Workspace: ws, Status: st, BeforeSeq: before, Limit: limit})
@@ -288,7 +249,7 @@ func (s *Service) approvalRows(ctx context.Context, ws string, st ladder.Approva
 			r := inboxRow{seq: a.Seq, at: a.CreatedAt, keep: k}
 			if k {
 				v := s.view(a)
-				r.item = InboxItem{Kind: kind, At: a.CreatedAt, Approval: &v}
+				r.item = ladder.InboxItem{Kind: kind, At: a.CreatedAt, Approval: &v}
 			}
 			out = append(out, r)
 		}
@@ -328,7 +289,7 @@ func (s *Service) auditRows(ctx context.Context, ws string, rv *reviewedRoutes) 
 				if !done {
 					rt := ladder.Route{ID: rec.Subject, Workspace: rec.Workspace, Queue: d.Queue, Step: d.Step, Item: d.Item, Decision: d.Decision, Lane: d.Lane,
 						Audit: true, AuditRate: d.AuditRate, Features: d.Features, KeyID: rec.Actor, At: rec.At, LaneEpoch: d.LaneEpoch}
-					r.keep, r.item = true, InboxItem{Kind: InboxAudit, At: rec.At, Route: &rt}
+					r.keep, r.item = true, ladder.InboxItem{Kind: ladder.InboxAudit, At: rec.At, Route: &rt}
 				}
 			}
 			out = append(out, r)

@@ -52,7 +52,7 @@ func TestInboxPagesEveryItemOnce(t *testing.T) {
 	human := ladder.Principal{KeyID: "human1", Workspace: ws, Kind: ladder.KeyHuman}
 
 	var want []string // what the inbox shows, oldest first
-	call := func(bill string) service.CallResult {
+	call := func(bill string) ladder.CallResult {
 		t.Helper()
 		raw, _ := json.Marshal(map[string]any{"bill_id": bill, "linehaul_usd": 1850.0, "fuel_surcharge_usd": 212.5, "idempotency_key": "rate-" + bill})
 		res, err := svc.CallCapability(ctx, agent, "rates:approveRate", raw)
@@ -64,13 +64,13 @@ func TestInboxPagesEveryItemOnce(t *testing.T) {
 			if e.Code != ladder.CodeStepNeedsPerson || id == "" {
 				t.Fatalf("call %s: %v", bill, err)
 			}
-			return service.CallResult{ApprovalID: id, RouteID: rt}
+			return ladder.CallResult{ApprovalID: id, RouteID: rt}
 		}
 		return res
 	}
 	review := func(routeID string) {
 		t.Helper()
-		if _, err := svc.Review(ctx, human, routeID, service.ReviewRequest{Verdict: "agree"}); err != nil {
+		if _, err := svc.Review(ctx, human, routeID, ladder.ReviewRequest{Verdict: "agree"}); err != nil {
 			t.Fatalf("review %s: %v", routeID, err)
 		}
 		tick()
@@ -78,7 +78,7 @@ func TestInboxPagesEveryItemOnce(t *testing.T) {
 	routes := func(prefix string, n int) {
 		t.Helper()
 		for i := range n {
-			rt, err := svc.Route(ctx, agent, service.RouteRequest{Step: "read_bill", Item: fmt.Sprintf("%s-%03d", prefix, i)})
+			rt, err := svc.Route(ctx, agent, ladder.RouteRequest{Step: "read_bill", Item: fmt.Sprintf("%s-%03d", prefix, i)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestInboxPagesEveryItemOnce(t *testing.T) {
 		want = append(want, call(fmt.Sprintf("B-P%02d", i)).ApprovalID)
 		routes(fmt.Sprintf("P%02d", i), 15)
 	}
-	if _, err := svc.Pin(ctx, human, "bills", "rate_check", service.PinRequest{Lane: "shadow", Reason: "compare"}, true); err != nil {
+	if _, err := svc.Pin(ctx, human, "bills", "rate_check", ladder.PinRequest{Lane: "shadow", Reason: "compare"}, true); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 12 {
@@ -136,7 +136,7 @@ func TestInboxPagesEveryItemOnce(t *testing.T) {
 				for _, it := range pg.Items {
 					// The pending proposals were made in propose; the
 					// step is in shadow now.
-					if lanes := (service.StepLanes{Proposed: ladder.LanePropose, Now: ladder.LaneShadow}); it.Kind == service.InboxApproval && it.Lanes != lanes {
+					if lanes := (ladder.StepLanes{Proposed: ladder.LanePropose, Now: ladder.LaneShadow}); it.Kind == ladder.InboxApproval && it.Lanes != lanes {
 						t.Errorf("%s: lanes %+v, want %+v", it.Approval.ID, it.Lanes, lanes)
 					}
 					if it.Approval != nil {

@@ -10,23 +10,6 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// Tool-definition changes, as ToolDefinitionChange.Change says them.
-const (
-	DefinitionChanged = "changed"
-	DefinitionAdded   = "added"
-	DefinitionRemoved = "removed"
-)
-
-// ToolDefinitionChange is a capability whose definition differs from the
-// one the previous start recorded for its workspace.
-type ToolDefinitionChange struct {
-	Workspace  string `json:"workspace"`
-	Capability string `json:"capability"`
-	Change     string `json:"change"`             // changed, added or removed
-	OldHash    string `json:"old_hash,omitempty"` // "" when added
-	NewHash    string `json:"new_hash,omitempty"` // "" when removed
-}
-
 // toolDefinitions is the data of an AuditToolDefinitions record.
 type toolDefinitions struct {
 	Hashes map[string]string `json:"hashes"` // capability id → hash
@@ -83,9 +66,9 @@ func DefinitionHash(c ladder.Capability) (string, error) {
 // record and no change records. All records are appended at once; if the
 // audit log cannot be written, the error is returned and the server should
 // not start.
-func (s *Service) CheckToolDefinitions(ctx context.Context, count func(ToolDefinitionChange)) ([]ToolDefinitionChange, error) {
+func (s *Service) CheckToolDefinitions(ctx context.Context, count func(ladder.ToolDefinitionChange)) ([]ladder.ToolDefinitionChange, error) {
 	now := ladder.NormTime(s.now())
-	var changes []ToolDefinitionChange
+	var changes []ladder.ToolDefinitionChange
 	var entries []ladder.AuditEntry
 	for _, wid := range s.order {
 		cur := map[string]string{}
@@ -148,7 +131,7 @@ func (s *Service) lastToolDefinitions(ctx context.Context, workspace string) (ma
 
 // diffDefinitions lists, sorted by capability id, what differs between the
 // previous and the current hashes of a workspace.
-func diffDefinitions(workspace string, prev, cur map[string]string) []ToolDefinitionChange {
+func diffDefinitions(workspace string, prev, cur map[string]string) []ladder.ToolDefinitionChange {
 	ids := map[string]bool{}
 	for id := range prev {
 		ids[id] = true
@@ -156,18 +139,18 @@ func diffDefinitions(workspace string, prev, cur map[string]string) []ToolDefini
 	for id := range cur {
 		ids[id] = true
 	}
-	var out []ToolDefinitionChange
+	var out []ladder.ToolDefinitionChange
 	for _, id := range sortedKeys(ids) {
 		old, hadOld := prev[id]
 		now, hasNow := cur[id]
-		ch := ToolDefinitionChange{Workspace: workspace, Capability: id, OldHash: old, NewHash: now}
+		ch := ladder.ToolDefinitionChange{Workspace: workspace, Capability: id, OldHash: old, NewHash: now}
 		switch {
 		case hadOld && hasNow && old != now:
-			ch.Change = DefinitionChanged
+			ch.Change = ladder.DefinitionChanged
 		case !hadOld:
-			ch.Change = DefinitionAdded
+			ch.Change = ladder.DefinitionAdded
 		case !hasNow:
-			ch.Change = DefinitionRemoved
+			ch.Change = ladder.DefinitionRemoved
 		default:
 			continue
 		}

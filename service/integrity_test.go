@@ -52,7 +52,7 @@ func TestToolDefinitionChanges(t *testing.T) {
 		t.Fatalf("no capability %s %s", w, c)
 		return 0, 0
 	}
-	start := func(ws []ladder.Workspace) ([]service.ToolDefinitionChange, []string, string) {
+	start := func(ws []ladder.Workspace) ([]ladder.ToolDefinitionChange, []string, string) {
 		t.Helper()
 		var log bytes.Buffer
 		svc, err := service.New(service.Options{Store: st, Workspaces: ws, AuditSecret: []byte("t"),
@@ -61,7 +61,7 @@ func TestToolDefinitionChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		var counted []string
-		changes, err := svc.CheckToolDefinitions(ctx, func(c service.ToolDefinitionChange) {
+		changes, err := svc.CheckToolDefinitions(ctx, func(c ladder.ToolDefinitionChange) {
 			counted = append(counted, c.Workspace+" "+c.Capability+" "+c.Change)
 		})
 		if err != nil {
@@ -137,7 +137,7 @@ func TestToolDefinitionChanges(t *testing.T) {
 	var got []string
 	for _, c := range ch {
 		got = append(got, c.Workspace+" "+c.Capability+" "+c.Change)
-		if (c.Change != service.DefinitionAdded) != (c.OldHash != "") || (c.Change != service.DefinitionRemoved) != (c.NewHash != "") || c.OldHash == c.NewHash {
+		if (c.Change != ladder.DefinitionAdded) != (c.OldHash != "") || (c.Change != ladder.DefinitionRemoved) != (c.NewHash != "") || c.OldHash == c.NewHash {
 			t.Errorf("hashes of %+v", c)
 		}
 	}

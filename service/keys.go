@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/ladderhq/ladder"
 )
@@ -48,19 +47,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Princi
 	return ladder.Principal{KeyID: k.ID, Workspace: k.Workspace, Kind: k.Kind}, nil
 }
 
-// KeyRequest asks for a new key.
-type KeyRequest struct {
-	Workspace string         `json:"workspace"`
-	Kind      ladder.KeyKind `json:"kind"`
-	Name      string         `json:"name,omitempty"`
-	// ExpiresIn, when non-zero, makes the key expire that long after creation.
-	ExpiresIn time.Duration `json:"-"`
-}
-
 // CreateKey creates a key and returns it with its token, which is shown
 // once and never stored. actor is the key id of whoever asked ("cli" for a
 // local command).
-func (s *Service) CreateKey(ctx context.Context, actor string, req KeyRequest) (ladder.Key, string, error) {
+func (s *Service) CreateKey(ctx context.Context, actor string, req ladder.KeyRequest) (ladder.Key, string, error) {
 	if !req.Kind.Valid() {
 		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use kind agent, human or admin", "kind %q is not a key kind", req.Kind)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/rules"
-	"github.com/ladderhq/ladder/stats"
 )
 
 // InitialStates returns the starting state of every declared step, for
@@ -44,7 +43,7 @@ func (s *Service) InitialStates() []ladder.StepState {
 	return out
 }
 
-func (s *Service) thresholdsFor(workspace string, st ladder.Step) rules.Thresholds {
+func (s *Service) thresholdsFor(workspace string, st ladder.Step) ladder.Thresholds {
 	if t, ok := s.rules[ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}]; ok {
 		return t
 	}
@@ -52,7 +51,7 @@ func (s *Service) thresholdsFor(workspace string, st ladder.Step) rules.Threshol
 }
 
 // Thresholds returns the lane rules in force for a step.
-func (s *Service) Thresholds(workspace string, st ladder.Step) rules.Thresholds {
+func (s *Service) Thresholds(workspace string, st ladder.Step) ladder.Thresholds {
 	return s.thresholdsFor(workspace, st)
 }
 
@@ -77,14 +76,6 @@ func (s *Service) sampled(workspace, queue, step, item string, rate float64) boo
 	sum := m.Sum(buf[:0])
 	u := float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
 	return u < rate
-}
-
-// RouteRequest asks for a decision for one item at one step.
-type RouteRequest struct {
-	Queue    string          `json:"queue,omitempty"`
-	Step     string          `json:"step"`
-	Item     string          `json:"item"`
-	Features json.RawMessage `json:"features,omitempty"`
 }
 
 // Decide computes a route without I/O from a step's state: the decision
@@ -113,7 +104,7 @@ func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepStat
 // audit log). A repeated call for the same step and item returns the first
 // route while the step's lane is unchanged; after any lane change the item
 // is decided afresh (DESIGN.md §4).
-func (s *Service) Route(ctx context.Context, p ladder.Principal, req RouteRequest) (ladder.Route, error) {
+func (s *Service) Route(ctx context.Context, p ladder.Principal, req ladder.RouteRequest) (ladder.Route, error) {
 	if strings.TrimSpace(req.Item) == "" {
 		return ladder.Route{}, ladder.InvalidField("item", "item is required", "give the id of the work item, e.g. the bill number")
 	}
@@ -183,47 +174,30 @@ func laneChanging(st ladder.Step) error {
 		Hint: "retry; the step's new lane decides (which_steps_run_alone shows it)"}
 }
 
-// ReviewRequest is a person's verdict on a routed item.
-type ReviewRequest struct {
-	Verdict       string          `json:"verdict"`
-	Correction    json.RawMessage `json:"correction,omitempty"`
-	Severity      int             `json:"severity,omitempty"`
-	OperatorError *bool           `json:"operator_error,omitempty"`
-	Note          string          `json:"note,omitempty"`
-	Adjudication  bool            `json:"adjudication,omitempty"`
-}
-
-// ReviewResult is what recording a review did.
-type ReviewResult struct {
-	Review     ladder.Review      `json:"review"`
-	Lane       ladder.Lane        `json:"lane"`
-	LaneChange *ladder.LaneChange `json:"lane_change,omitempty"`
-}
-
 // Review records a person's verdict on a route, updates the week's
 // aggregates and re-evaluates the step's lane in the same transaction.
-func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string, req ReviewRequest) (ReviewResult, error) {
+func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string, req ladder.ReviewRequest) (ladder.ReviewResult, error) {
 	req.Note = gate.Redact(req.Note) // DESIGN.md §8: secrets in notes never reach the log or a response
 	v := ladder.Verdict(req.Verdict)
 	if v != ladder.VerdictAgree && v != ladder.VerdictDisagree {
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
+		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
 	}
 	if req.Severity != 0 && (req.Severity < 1 || req.Severity > 3) {
-		return ReviewResult{}, ladder.InvalidField("severity", fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), "1 is the most severe; leave it out for an agreement")
+		return ladder.ReviewResult{}, ladder.InvalidField("severity", fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), "1 is the most severe; leave it out for an agreement")
 	}
 	if v == ladder.VerdictAgree && req.Severity != 0 {
-		return ReviewResult{}, ladder.InvalidField("severity", "severity applies to disagreements only", "leave severity out, or send verdict disagree")
+		return ladder.ReviewResult{}, ladder.InvalidField("severity", "severity applies to disagreements only", "leave severity out, or send verdict disagree")
 	}
 	route, err := s.store.GetRoute(ctx, p.Workspace, routeID)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", routeID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", routeID), "use the route_id returned by POST /v1/route or route_item")
 	}
 	if err != nil {
-		return ReviewResult{}, storeErr("get route", err)
+		return ladder.ReviewResult{}, storeErr("get route", err)
 	}
 	st, err := s.FindStep(p.Workspace, route.Queue, route.Step)
 	if err != nil {
-		return ReviewResult{}, err
+		return ladder.ReviewResult{}, err
 	}
 	now := ladder.NormTime(s.now())
 	kind := ladder.ReviewShadow
@@ -238,7 +212,7 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	if len(req.Correction) > 0 {
 		c, err := ladder.CanonicalJSON(req.Correction)
 		if err != nil {
-			return ReviewResult{}, ladder.InvalidField("correction", "correction is not valid JSON", "send the corrected output as JSON")
+			return ladder.ReviewResult{}, ladder.InvalidField("correction", "correction is not valid JSON", "send the corrected output as JSON")
 		}
 		rv.Correction = c
 	}
@@ -247,11 +221,11 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 
 // recordReview stores a review and runs the lane rules inside its
 // transaction. Approvals of step-tied proposals come through here too.
-func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Review, actor string) (ReviewResult, error) {
+func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Review, actor string) (ladder.ReviewResult, error) {
 	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
 	oc, err := s.store.OutcomeCounts(ctx, key)
 	if err != nil {
-		return ReviewResult{}, storeErr("outcome counts", err)
+		return ladder.ReviewResult{}, storeErr("outcome counts", err)
 	}
 	week, weekStart := ladder.ISOWeek(rv.At)
 	entry, err := ladder.NewAuditEntry(rv.Workspace, actor, ladder.AuditReview, rv.ID, rv.At, map[string]any{
@@ -259,7 +233,7 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 		"severity": rv.Severity, "operator_error": rv.OperatorError, "adjudication": rv.Adjudication, "note": rv.Note, "correction": rv.Correction,
 	})
 	if err != nil {
-		return ReviewResult{}, err
+		return ladder.ReviewResult{}, err
 	}
 	th := s.thresholdsFor(rv.Workspace, st)
 	decide := func(state ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
@@ -268,18 +242,18 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
 	switch {
 	case errors.Is(err, ladder.ErrConflict):
-		return ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "this route was reviewed already", Hint: `to overrule the first review, send "adjudication": true`}
+		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "this route was reviewed already", Hint: `to overrule the first review, send "adjudication": true`}
 	case errors.Is(err, ladder.ErrNotFound):
-		return ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
 	case err != nil:
-		return ReviewResult{}, storeErr("record review", err)
+		return ladder.ReviewResult{}, storeErr("record review", err)
 	}
-	return ReviewResult{Review: rv, Lane: state.Lane, LaneChange: change}, nil
+	return ladder.ReviewResult{Review: rv, Lane: state.Lane, LaneChange: change}, nil
 }
 
 // applyRules is the decider run inside a review's transaction: it updates
 // the severity-1 clock and the audit rate, then applies the lane rules.
-func (s *Service) applyRules(st ladder.Step, th rules.Thresholds, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, rv ladder.Review, actor string) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+func (s *Service) applyRules(st ladder.Step, th ladder.Thresholds, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, rv ladder.Review, actor string) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
 	now := rv.At
 	failed := rv.Verdict == ladder.VerdictDisagree
 	if failed && rv.Severity == 1 {
@@ -337,17 +311,8 @@ func roundNumbers(m map[string]float64) map[string]float64 {
 	return out
 }
 
-// OutcomeRequest reports the downstream result of an item.
-type OutcomeRequest struct {
-	Queue     string `json:"queue,omitempty"`
-	Step      string `json:"step"`
-	Item      string `json:"item"`
-	HandledBy string `json:"handled_by"`
-	OK        *bool  `json:"ok"`
-}
-
 // RecordOutcome records an item's downstream result for the outcome test.
-func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req OutcomeRequest) (ladder.Outcome, error) {
+func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req ladder.OutcomeRequest) (ladder.Outcome, error) {
 	if req.HandledBy != ladder.HandledByAgent && req.HandledBy != ladder.HandledByPerson {
 		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("handled_by %q is not allowed; allowed values: agent, person", req.HandledBy), Hint: "say who handled the item", Data: map[string]any{"field": "handled_by", "allowed": []string{"agent", "person"}}}
 	}
@@ -372,15 +337,9 @@ func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req Out
 	return o, nil
 }
 
-// PinRequest pins a step to a lane (or unpins it).
-type PinRequest struct {
-	Lane   string `json:"lane,omitempty"`
-	Reason string `json:"reason"`
-}
-
 // Pin sets a step's lane by a person's hand; the rules leave a pinned step
 // alone. Pinning to a lower lane starts a new epoch, like a demotion.
-func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req PinRequest, pin bool) (ladder.StepState, error) {
+func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req ladder.PinRequest, pin bool) (ladder.StepState, error) {
 	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
 		return ladder.StepState{}, ladder.InvalidField("reason", "reason is required", "say why, in a sentence; it is shown in the evidence pack")
@@ -420,45 +379,23 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	return got, storeErr("set lane", err)
 }
 
-// StepSummary is one row of which_steps_run_alone (seed 000).
-type StepSummary struct {
-	Queue              string      `json:"queue"`
-	Step               string      `json:"step"`
-	Name               string      `json:"name"`
-	Lane               ladder.Lane `json:"lane"`
-	RunsAlone          bool        `json:"runs_alone"`
-	MoneyMoving        bool        `json:"money_moving"`
-	Why                string      `json:"why"`
-	Last4WeeksAccuracy *float64    `json:"last_4_weeks_accuracy"`
-	AuditRate          float64     `json:"audit_rate"`
-	Evidence           string      `json:"evidence"`
-}
-
-// StepsView is the which_steps_run_alone answer.
-type StepsView struct {
-	Workspace string        `json:"workspace"`
-	Steps     []StepSummary `json:"steps"`
-	// Sentence is the one-sentence summary the text content starts with.
-	Sentence string `json:"-"`
-}
-
 // StepsRunAlone lists a workspace's steps with their lanes and why.
 // baseURL is this server's public URL, for the evidence links.
-func (s *Service) StepsRunAlone(ctx context.Context, workspace, queue, baseURL string) (StepsView, error) {
+func (s *Service) StepsRunAlone(ctx context.Context, workspace, queue, baseURL string) (ladder.StepsView, error) {
 	steps := s.Steps(workspace, queue)
 	if queue != "" && len(steps) == 0 {
 		_, err := s.FindStep(workspace, queue, "x")
-		return StepsView{}, err
+		return ladder.StepsView{}, err
 	}
 	states, err := s.store.ListStepStates(ctx, workspace)
 	if err != nil {
-		return StepsView{}, storeErr("list step states", err)
+		return ladder.StepsView{}, storeErr("list step states", err)
 	}
 	byKey := map[string]ladder.StepState{}
 	for _, st := range states {
 		byKey[st.Queue+"/"+st.Step] = st
 	}
-	view := StepsView{Workspace: workspace, Steps: []StepSummary{}}
+	view := ladder.StepsView{Workspace: workspace, Steps: []ladder.StepSummary{}}
 	var alone []string
 	now := s.now()
 	for _, st := range steps {
@@ -468,11 +405,11 @@ func (s *Service) StepsRunAlone(ctx context.Context, workspace, queue, baseURL s
 		}
 		weeks, err := s.store.WeekAggs(ctx, ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID})
 		if err != nil {
-			return StepsView{}, storeErr("week aggregates", err)
+			return ladder.StepsView{}, storeErr("week aggregates", err)
 		}
 		sortWeeks(weeks)
 		f, _ := figures(weeks)
-		row := StepSummary{Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, RunsAlone: state.Lane == ladder.LaneAuto, MoneyMoving: st.MoneyMoving,
+		row := ladder.StepSummary{Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, RunsAlone: state.Lane == ladder.LaneAuto, MoneyMoving: st.MoneyMoving,
 			Why: Why(st, state, weeks, s.thresholdsFor(workspace, st), now), Last4WeeksAccuracy: f.Rolling4.Accuracy, AuditRate: round4(state.AuditRate),
 			Evidence: strings.TrimSuffix(baseURL, "/") + "/v1/steps/" + st.Queue + "/" + st.ID + "/evidence"}
 		if row.RunsAlone {
@@ -493,87 +430,46 @@ func (s *Service) StepsRunAlone(ctx context.Context, workspace, queue, baseURL s
 	return view, nil
 }
 
-// OutcomeView is the outcome test in an evidence pack.
-type OutcomeView struct {
-	State  stats.NIState `json:"state"`
-	Agent  stats.Group   `json:"agent"`
-	Person stats.Group   `json:"person"`
-	Margin float64       `json:"margin"`
-	PValue *float64      `json:"p_value"`
-}
-
-// NextMoveView is the next possible move and how far the step is from it.
-type NextMoveView struct {
-	To    ladder.Lane                  `json:"to,omitempty"`
-	Rule  string                       `json:"rule"`
-	Needs map[string]rules.Requirement `json:"needs"`
-}
-
-// EvidencePack is the step_evidence answer (DESIGN.md §4); its field names
-// are the contract.
-type EvidencePack struct {
-	Workspace           string              `json:"workspace"`
-	Queue               string              `json:"queue"`
-	Step                string              `json:"step"`
-	Name                string              `json:"name"`
-	Lane                ladder.Lane         `json:"lane"`
-	Pinned              bool                `json:"pinned"`
-	MoneyMoving         bool                `json:"money_moving"`
-	Class               ladder.RiskClass    `json:"class"`
-	Why                 string              `json:"why"`
-	EvidenceToWeek      int                 `json:"evidence_to_week"`
-	AuditRate           float64             `json:"audit_rate"`
-	Figures             Figures             `json:"figures"`
-	LaneChanges         []ladder.LaneChange `json:"lane_changes"`
-	OutcomeTest         OutcomeView         `json:"outcome_test"`
-	NextMove            *NextMoveView       `json:"next_move"`
-	RecentDisagreements []ladder.Review     `json:"recent_disagreements"`
-	RecentAudits        []ladder.Review     `json:"recent_audits"`
-	Thresholds          rules.Thresholds    `json:"thresholds"`
-	// Sentence is the text content's first sentence(s) (seed 000).
-	Sentence string `json:"-"`
-}
-
 // Evidence builds a step's evidence pack from its weekly aggregates, so it
 // costs O(weeks), not O(reviews).
-func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (EvidencePack, error) {
+func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (ladder.EvidencePack, error) {
 	st, err := s.FindStep(workspace, queue, step)
 	if err != nil {
-		return EvidencePack{}, err
+		return ladder.EvidencePack{}, err
 	}
 	key := ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}
 	state, err := s.store.GetStepState(ctx, key)
 	if err != nil {
-		return EvidencePack{}, storeErr("get step state", err)
+		return ladder.EvidencePack{}, storeErr("get step state", err)
 	}
 	weeks, err := s.store.WeekAggs(ctx, key)
 	if err != nil {
-		return EvidencePack{}, storeErr("week aggregates", err)
+		return ladder.EvidencePack{}, storeErr("week aggregates", err)
 	}
 	sortWeeks(weeks)
 	changes, err := s.store.LaneChanges(ctx, key)
 	if err != nil {
-		return EvidencePack{}, storeErr("lane changes", err)
+		return ladder.EvidencePack{}, storeErr("lane changes", err)
 	}
 	oc, err := s.store.OutcomeCounts(ctx, key)
 	if err != nil {
-		return EvidencePack{}, storeErr("outcome counts", err)
+		return ladder.EvidencePack{}, storeErr("outcome counts", err)
 	}
 	dis, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: key, Disagreement: true, Limit: 10})
 	if err != nil {
-		return EvidencePack{}, storeErr("reviews", err)
+		return ladder.EvidencePack{}, storeErr("reviews", err)
 	}
 	aud, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: key, Kind: ladder.ReviewAudit, Limit: 10})
 	if err != nil {
-		return EvidencePack{}, storeErr("reviews", err)
+		return ladder.EvidencePack{}, storeErr("reviews", err)
 	}
 	now := s.now()
 	th := s.thresholdsFor(workspace, st)
 	f, toWeek := figures(weeks)
 	ot := OutcomeTest(oc)
-	pack := EvidencePack{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, Pinned: state.Pinned, MoneyMoving: st.MoneyMoving, Class: st.Class,
+	pack := ladder.EvidencePack{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Lane: state.Lane, Pinned: state.Pinned, MoneyMoving: st.MoneyMoving, Class: st.Class,
 		Why: Why(st, state, weeks, th, now), EvidenceToWeek: toWeek, AuditRate: round4(state.AuditRate), Figures: f, LaneChanges: changes,
-		OutcomeTest:         OutcomeView{State: ot.State, Agent: ot.Agent, Person: ot.Person, Margin: ot.Margin},
+		OutcomeTest:         ladder.OutcomeView{State: ot.State, Agent: ot.Agent, Person: ot.Person, Margin: ot.Margin},
 		RecentDisagreements: dis, RecentAudits: aud, Thresholds: th}
 	if pack.LaneChanges == nil {
 		pack.LaneChanges = []ladder.LaneChange{}
@@ -584,7 +480,7 @@ func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (
 	if pack.RecentAudits == nil {
 		pack.RecentAudits = []ladder.Review{}
 	}
-	if ot.State != stats.NINotStarted {
+	if ot.State != ladder.NINotStarted {
 		p := round4(ot.PValue)
 		pack.OutcomeTest.PValue = &p
 	}
@@ -593,17 +489,17 @@ func (s *Service) Evidence(ctx context.Context, workspace, queue, step string) (
 	res := rules.Evaluate(th, in)
 	switch {
 	case res.Next != nil:
-		pack.NextMove = &NextMoveView{To: res.Next.To, Rule: res.Next.Rule, Needs: res.Next.Needs}
+		pack.NextMove = &ladder.NextMoveView{To: res.Next.To, Rule: res.Next.Rule, Needs: res.Next.Needs}
 	case res.Move != nil:
-		pack.NextMove = &NextMoveView{To: res.Move.To, Rule: res.Move.Rule + " (due at the next review)", Needs: map[string]rules.Requirement{}}
+		pack.NextMove = &ladder.NextMoveView{To: res.Move.To, Rule: res.Move.Rule + " (due at the next review)", Needs: map[string]ladder.Requirement{}}
 	case res.Hold != "":
-		pack.NextMove = &NextMoveView{Rule: "held: " + res.Hold + " (only a person moves it)", Needs: map[string]rules.Requirement{}}
+		pack.NextMove = &ladder.NextMoveView{Rule: "held: " + res.Hold + " (only a person moves it)", Needs: map[string]ladder.Requirement{}}
 	}
 	pack.Sentence = fmt.Sprintf("%s is in %s. Evidence to week %d: %s", st.Name, state.Lane, toWeek, evidenceSummary(f, pack.Why))
 	return pack, nil
 }
 
-func evidenceSummary(f Figures, why string) string {
+func evidenceSummary(f ladder.Figures, why string) string {
 	r := f.Rolling4
 	if r.N == 0 || r.Accuracy == nil {
 		return "no reviews in the last 4 weeks. " + why

@@ -46,11 +46,11 @@ func TestRecoverCalls(t *testing.T) {
 
 	for _, tt := range []struct {
 		after time.Duration
-		want  CallRecovery
+		want  ladder.CallRecovery
 	}{
-		{time.Minute, CallRecovery{}},                     // within 5s + 2m
-		{2 * time.Minute, CallRecovery{MarkedUnknown: 1}}, // 3m after it began
-		{time.Minute, CallRecovery{}},                     // marked once only
+		{time.Minute, ladder.CallRecovery{}},                     // within 5s + 2m
+		{2 * time.Minute, ladder.CallRecovery{MarkedUnknown: 1}}, // 3m after it began
+		{time.Minute, ladder.CallRecovery{}},                     // marked once only
 	} {
 		advance(tt.after)
 		got, err := s.RecoverCalls(ctx)

@@ -65,14 +65,14 @@ func TestFailedAuditDoublesRateInAnyLane(t *testing.T) {
 	if before.Lane != ladder.LaneAuto {
 		t.Fatalf("read_bill starts in %s, want auto", before.Lane)
 	}
-	rt, err := s.Route(ctx, demoAgent, RouteRequest{Step: "read_bill", Item: "B-77"})
+	rt, err := s.Route(ctx, demoAgent, ladder.RouteRequest{Step: "read_bill", Item: "B-77"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pin(ctx, demoHuman, "bills", "read_bill", PinRequest{Lane: string(ladder.LanePropose), Reason: "a carrier changed its format"}, true); err != nil {
+	if _, err := s.Pin(ctx, demoHuman, "bills", "read_bill", ladder.PinRequest{Lane: string(ladder.LanePropose), Reason: "a carrier changed its format"}, true); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Review(ctx, demoHuman, rt.ID, ReviewRequest{Verdict: "disagree", Severity: 2})
+	res, err := s.Review(ctx, demoHuman, rt.ID, ladder.ReviewRequest{Verdict: "disagree", Severity: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

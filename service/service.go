@@ -3,6 +3,13 @@
 // items, record reviews, move lanes, build evidence packs — over a
 // ladder.Store, and returns *ladder.Error refusals that every surface renders
 // the same way. It holds no state another replica needs.
+//
+// The contract it serves is the root package's: the requests it takes and
+// the answers and views it returns are ladder types (ladder.RouteRequest,
+// ladder.EvidencePack, …), and Service.As binds it to one caller as a
+// Caller that implements the root service interfaces, the same ones
+// client.Client implements over REST. Its methods take the caller's
+// ladder.Principal because the surfaces authenticate before they call.
 package service
 
 import (
@@ -19,7 +26,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
-	"github.com/ladderhq/ladder/rules"
 )
 
 // Options configure a Service.
@@ -28,7 +34,7 @@ type Options struct {
 	Workspaces []ladder.Workspace
 	// Rules are per-step lane rules (class defaults with config overrides);
 	// a step without an entry gets its class defaults.
-	Rules map[ladder.StepKey]rules.Thresholds
+	Rules map[ladder.StepKey]ladder.Thresholds
 	// Runner executes capability calls (upstream.Pool).
 	Runner Runner
 	// ApprovalTTL is how long a pending approval waits (default 72h).
@@ -64,7 +70,7 @@ type Service struct {
 	store       ladder.Store
 	workspaces  map[string]*ladder.Workspace
 	order       []string
-	rules       map[ladder.StepKey]rules.Thresholds
+	rules       map[ladder.StepKey]ladder.Thresholds
 	auditSecret []byte
 	gates       map[string]*gate.Gate
 	now         func() time.Time

@@ -398,14 +398,14 @@ func TestRouteRefusals(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name string
-		req  RouteRequest
+		req  ladder.RouteRequest
 		want refusal
 	}{
-		{"no item", RouteRequest{Step: "post_tms", Item: "  "}, invalid("item")},
-		{"item too long", RouteRequest{Step: "post_tms", Item: strings.Repeat("i", 513)}, invalid("item")},
-		{"no step", RouteRequest{Item: "B-1"}, invalid("step")},
-		{"unknown queue", RouteRequest{Queue: "nope", Step: "post_tms", Item: "B-1"}, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
-		{"bad features", RouteRequest{Step: "post_tms", Item: "B-1", Features: json.RawMessage(`{"a":`)}, invalid("features")},
+		{"no item", ladder.RouteRequest{Step: "post_tms", Item: "  "}, invalid("item")},
+		{"item too long", ladder.RouteRequest{Step: "post_tms", Item: strings.Repeat("i", 513)}, invalid("item")},
+		{"no step", ladder.RouteRequest{Item: "B-1"}, invalid("step")},
+		{"unknown queue", ladder.RouteRequest{Queue: "nope", Step: "post_tms", Item: "B-1"}, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
+		{"bad features", ladder.RouteRequest{Step: "post_tms", Item: "B-1", Features: json.RawMessage(`{"a":`)}, invalid("features")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Route(ctx, demoAgent, tt.req)
@@ -424,7 +424,7 @@ func TestRouteLaneEpochs(t *testing.T) {
 	ctx := context.Background()
 	route := func(item string) ladder.Route {
 		t.Helper()
-		r, err := s.Route(ctx, demoAgent, RouteRequest{Step: "read_bill", Item: item, Features: json.RawMessage(`{ "pages" : 2 }`)})
+		r, err := s.Route(ctx, demoAgent, ladder.RouteRequest{Step: "read_bill", Item: item, Features: json.RawMessage(`{ "pages" : 2 }`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestRouteLaneEpochs(t *testing.T) {
 	if other := route("B-2"); other.ID == first.ID {
 		t.Error("another item got the first item's route")
 	}
-	pinned, err := s.Pin(ctx, demoHuman, "bills", "read_bill", PinRequest{Lane: string(ladder.LaneShadow), Reason: "checking a new carrier format"}, true)
+	pinned, err := s.Pin(ctx, demoHuman, "bills", "read_bill", ladder.PinRequest{Lane: string(ladder.LaneShadow), Reason: "checking a new carrier format"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestRouteLaneEpochs(t *testing.T) {
 	if after.ID == first.ID || after.Lane != ladder.LaneShadow || after.Decision != ladder.DecisionHumanOnly || after.LaneEpoch == first.LaneEpoch {
 		t.Errorf("route after a pin to shadow: %+v (first %+v)", after, first)
 	}
-	unpinned, err := s.Pin(ctx, demoHuman, "bills", "read_bill", PinRequest{Reason: "done"}, false)
+	unpinned, err := s.Pin(ctx, demoHuman, "bills", "read_bill", ladder.PinRequest{Reason: "done"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,15 +466,15 @@ func TestPinRefusals(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		queue, step string
-		req         PinRequest
+		req         ladder.PinRequest
 		pin         bool
 		want        refusal
 	}{
-		{"no reason", "bills", "post_tms", PinRequest{Lane: "auto", Reason: " "}, true, invalid("reason")},
-		{"unknown lane", "bills", "post_tms", PinRequest{Lane: "turbo", Reason: "r"}, true, invalid("lane")},
-		{"no lane", "bills", "post_tms", PinRequest{Reason: "r"}, true, invalid("lane")},
-		{"unknown queue", "nope", "post_tms", PinRequest{Lane: "auto", Reason: "r"}, true, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
-		{"unpin a step not pinned", "bills", "post_tms", PinRequest{Reason: "r"}, false, refusal{Code: ladder.CodeConflict}},
+		{"no reason", "bills", "post_tms", ladder.PinRequest{Lane: "auto", Reason: " "}, true, invalid("reason")},
+		{"unknown lane", "bills", "post_tms", ladder.PinRequest{Lane: "turbo", Reason: "r"}, true, invalid("lane")},
+		{"no lane", "bills", "post_tms", ladder.PinRequest{Reason: "r"}, true, invalid("lane")},
+		{"unknown queue", "nope", "post_tms", ladder.PinRequest{Lane: "auto", Reason: "r"}, true, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
+		{"unpin a step not pinned", "bills", "post_tms", ladder.PinRequest{Reason: "r"}, false, refusal{Code: ladder.CodeConflict}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Pin(ctx, demoHuman, tt.queue, tt.step, tt.req, tt.pin)
@@ -491,15 +491,15 @@ func TestRecordOutcome(t *testing.T) {
 	yes := true
 	for _, tt := range []struct {
 		name string
-		req  OutcomeRequest
+		req  ladder.OutcomeRequest
 		want refusal
 	}{
-		{"no handled_by", OutcomeRequest{Step: "rate_check", Item: "B-1", OK: &yes}, invalid("handled_by")},
-		{"unknown handled_by", OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: "robot", OK: &yes}, invalid("handled_by")},
-		{"no ok", OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByAgent}, invalid("ok")},
-		{"no item", OutcomeRequest{Step: "rate_check", HandledBy: ladder.HandledByAgent, OK: &yes}, invalid("item")},
-		{"unknown queue", OutcomeRequest{Queue: "nope", Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByAgent, OK: &yes}, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
-		{"recorded", OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByPerson, OK: &yes}, refusal{}},
+		{"no handled_by", ladder.OutcomeRequest{Step: "rate_check", Item: "B-1", OK: &yes}, invalid("handled_by")},
+		{"unknown handled_by", ladder.OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: "robot", OK: &yes}, invalid("handled_by")},
+		{"no ok", ladder.OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByAgent}, invalid("ok")},
+		{"no item", ladder.OutcomeRequest{Step: "rate_check", HandledBy: ladder.HandledByAgent, OK: &yes}, invalid("item")},
+		{"unknown queue", ladder.OutcomeRequest{Queue: "nope", Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByAgent, OK: &yes}, refusal{Code: ladder.CodeStepNotFound, Field: "queue"}},
+		{"recorded", ladder.OutcomeRequest{Step: "rate_check", Item: "B-1", HandledBy: ladder.HandledByPerson, OK: &yes}, refusal{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o, err := s.RecordOutcome(ctx, demoAgent, tt.req)
@@ -553,7 +553,7 @@ func TestListApprovals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != StatusApprovalRequested || res.ApprovalID == "" {
+		if res.Status != ladder.CallResultApprovalRequested || res.ApprovalID == "" {
 			t.Fatalf("call %d: %+v", i, res)
 		}
 		want = append([]string{res.ApprovalID}, want...)
@@ -626,14 +626,14 @@ func TestGateFunctionsAndAuthorizeRefusals(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		p    ladder.Principal
-		req  AuthorizeRequest
+		req  ladder.AuthorizeRequest
 		want refusal
 	}{
-		{"no case", demoAgent, AuthorizeRequest{PreconditionFn: "score_release_hold"}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
-		{"unknown case", demoAgent, AuthorizeRequest{Case: "nope", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
-		{"workspace without cases", ladder.Principal{KeyID: "a2", Workspace: "partner-programs", Kind: ladder.KeyAgent}, AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold"}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
-		{"unknown function", demoAgent, AuthorizeRequest{Case: "release_payment", PreconditionFn: "nope", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownFunction, Field: "precondition_fn"}},
-		{"no function", demoAgent, AuthorizeRequest{Case: "release_payment", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownFunction, Field: "precondition_fn"}},
+		{"no case", demoAgent, ladder.AuthorizeRequest{PreconditionFn: "score_release_hold"}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
+		{"unknown case", demoAgent, ladder.AuthorizeRequest{Case: "nope", PreconditionFn: "score_release_hold", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
+		{"workspace without cases", ladder.Principal{KeyID: "a2", Workspace: "partner-programs", Kind: ladder.KeyAgent}, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "score_release_hold"}, refusal{Code: ladder.CodeUnknownCase, Field: "case"}},
+		{"unknown function", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", PreconditionFn: "nope", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownFunction, Field: "precondition_fn"}},
+		{"no function", demoAgent, ladder.AuthorizeRequest{Case: "release_payment", Evidence: json.RawMessage(`{}`)}, refusal{Code: ladder.CodeUnknownFunction, Field: "precondition_fn"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Authorize(ctx, tt.p, tt.req)

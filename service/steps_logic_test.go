@@ -110,9 +110,9 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Errorf("ExpireDue after the TTL: %d, %v", n, err)
 	}
 	for _, decide := range []func() error{
-		func() error { _, err := s.Approve(ctx, demoHuman, res.ApprovalID, DecideRequest{}); return err },
+		func() error { _, err := s.Approve(ctx, demoHuman, res.ApprovalID, ladder.DecideRequest{}); return err },
 		func() error {
-			_, err := s.Reject(ctx, demoHuman, res.ApprovalID, DecideRequest{Reason: "late"})
+			_, err := s.Reject(ctx, demoHuman, res.ApprovalID, ladder.DecideRequest{Reason: "late"})
 			return err
 		},
 	} {
@@ -146,7 +146,7 @@ func TestApprovalLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lanes := func(p ladder.Principal) StepLanes {
+	lanes := func(p ladder.Principal) ladder.StepLanes {
 		t.Helper()
 		l, err := s.ApprovalLanes(ctx, p, a)
 		if err != nil {
@@ -154,17 +154,17 @@ func TestApprovalLanes(t *testing.T) {
 		}
 		return l
 	}
-	if diff := cmp.Diff(StepLanes{Proposed: ladder.LanePropose, Now: ladder.LanePropose}, lanes(demoHuman)); diff != "" {
+	if diff := cmp.Diff(ladder.StepLanes{Proposed: ladder.LanePropose, Now: ladder.LanePropose}, lanes(demoHuman)); diff != "" {
 		t.Errorf("lanes before a pin (-want +got):\n%s", diff)
 	}
-	if _, err := s.Pin(ctx, demoHuman, "", "rate_check", PinRequest{Lane: string(ladder.LaneHumanOnly), Reason: "new carrier contracts"}, true); err != nil {
+	if _, err := s.Pin(ctx, demoHuman, "", "rate_check", ladder.PinRequest{Lane: string(ladder.LaneHumanOnly), Reason: "new carrier contracts"}, true); err != nil {
 		t.Fatal(err)
 	}
 	l := lanes(demoHuman)
-	if diff := cmp.Diff(StepLanes{Proposed: ladder.LanePropose, Now: ladder.LaneHumanOnly}, l); diff != "" || !l.Changed() {
+	if diff := cmp.Diff(ladder.StepLanes{Proposed: ladder.LanePropose, Now: ladder.LaneHumanOnly}, l); diff != "" || !l.Changed() {
 		t.Errorf("lanes after a pin to human_only (-want +got):\n%s(changed %v)", diff, l.Changed())
 	}
-	if diff := cmp.Diff(StepLanes{}, lanes(partnerAgent)); diff != "" {
+	if diff := cmp.Diff(ladder.StepLanes{}, lanes(partnerAgent)); diff != "" {
 		t.Errorf("lanes seen from another workspace (-want +got):\n%s", diff)
 	}
 	view, err := s.ApprovalStatus(ctx, demoHuman, a.ID)

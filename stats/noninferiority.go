@@ -1,23 +1,9 @@
 package stats
 
-import "math"
+import (
+	"math"
 
-// NIState is the state of a non-inferiority test, as the evidence pack's
-// outcome_test.state shows it.
-type NIState string
-
-// The states of the outcome test.
-const (
-	// NINotStarted: one of the two groups has no outcomes yet.
-	NINotStarted NIState = "NOT_STARTED"
-	// NIInconclusive: too few outcomes, or the data cannot tell yet.
-	NIInconclusive NIState = "INCONCLUSIVE"
-	// NIPass: the agent's failure rate is shown to be no worse than the
-	// person's by more than the margin.
-	NIPass NIState = "PASS"
-	// NIFail: the agent's failure rate is shown to be worse than the
-	// person's by more than the margin.
-	NIFail NIState = "FAIL"
+	"github.com/ladderhq/ladder"
 )
 
 // NIMinN is the number of outcomes each group needs before the test may
@@ -33,35 +19,21 @@ const DefaultMargin = 0.02
 // DefaultAlpha is the one-sided significance level of the outcome test.
 const DefaultAlpha = 0.05
 
-// Group is the outcomes of one handler: how many items, how many failed.
-type Group struct {
-	N        int `json:"n"`
-	Failures int `json:"failures"`
-}
-
-// Rate returns failures / n, and false when n is 0.
-func (g Group) Rate() (float64, bool) {
-	if g.N <= 0 {
-		return 0, false
-	}
-	return float64(g.Failures) / float64(g.N), true
-}
-
 // NIResult is the outcome of NonInferiority. Diff is p_agent − p_person;
 // DiffLower and DiffUpper are its one-sided (1 − Alpha) confidence bounds
 // (each alone, not together a two-sided interval), clamped to [−1, 1].
 // When the state is NOT_STARTED nothing is known: Diff is 0, the bounds are
 // −1 and 1 and PValue is 1.
 type NIResult struct {
-	State     NIState `json:"state"`
-	Agent     Group   `json:"agent"`
-	Person    Group   `json:"person"`
-	Margin    float64 `json:"margin"`
-	Alpha     float64 `json:"alpha"`
-	Diff      float64 `json:"diff"`
-	DiffLower float64 `json:"diff_lower"`
-	DiffUpper float64 `json:"diff_upper"`
-	PValue    float64 `json:"p_value"`
+	State     ladder.NIState      `json:"state"`
+	Agent     ladder.OutcomeGroup `json:"agent"`
+	Person    ladder.OutcomeGroup `json:"person"`
+	Margin    float64             `json:"margin"`
+	Alpha     float64             `json:"alpha"`
+	Diff      float64             `json:"diff"`
+	DiffLower float64             `json:"diff_lower"`
+	DiffUpper float64             `json:"diff_upper"`
+	PValue    float64             `json:"p_value"`
 }
 
 // NonInferiority tests whether the agent's outcome failure rate is no worse
@@ -90,15 +62,15 @@ type NIResult struct {
 func NonInferiority(agentN, agentFailures, personN, personFailures int, margin, alpha float64) NIResult {
 	agentN, personN = max(agentN, 0), max(personN, 0)
 	r := NIResult{
-		Agent:  Group{N: agentN, Failures: min(max(agentFailures, 0), agentN)},
-		Person: Group{N: personN, Failures: min(max(personFailures, 0), personN)},
+		Agent:  ladder.OutcomeGroup{N: agentN, Failures: min(max(agentFailures, 0), agentN)},
+		Person: ladder.OutcomeGroup{N: personN, Failures: min(max(personFailures, 0), personN)},
 		Margin: margin,
 		Alpha:  alpha,
 	}
 	pa, okA := r.Agent.Rate()
 	pp, okP := r.Person.Rate()
 	if !okA || !okP {
-		r.State, r.DiffLower, r.DiffUpper, r.PValue = NINotStarted, -1, 1, 1
+		r.State, r.DiffLower, r.DiffUpper, r.PValue = ladder.NINotStarted, -1, 1, 1
 		return r
 	}
 	r.Diff = pa - pp
@@ -116,13 +88,13 @@ func NonInferiority(agentN, agentFailures, personN, personFailures int, margin, 
 	}
 	switch {
 	case agentN < NIMinN || personN < NIMinN:
-		r.State = NIInconclusive
+		r.State = ladder.NIInconclusive
 	case r.PValue < alpha:
-		r.State = NIPass
+		r.State = ladder.NIPass
 	case r.DiffLower > margin:
-		r.State = NIFail
+		r.State = ladder.NIFail
 	default:
-		r.State = NIInconclusive
+		r.State = ladder.NIInconclusive
 	}
 	return r
 }

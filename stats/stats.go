@@ -2,11 +2,17 @@
 // of agreements, Wilson score intervals, rolling windows over weekly counts
 // and the non-inferiority test of outcome failure rates (DESIGN.md §4).
 //
-// It is pure: no clock, no I/O, no state, and only the standard library, so
-// every figure in an evidence pack can be recomputed from its inputs.
+// It is pure: no clock, no I/O, no state, so every figure in an evidence
+// pack can be recomputed from its inputs. Besides the standard library it
+// imports only the root package, whose plain value types (ladder.Window,
+// ladder.OutcomeGroup, ladder.NIState) are what it computes.
 package stats
 
-import "math"
+import (
+	"math"
+
+	"github.com/ladderhq/ladder"
+)
 
 // Z95 is the standard normal quantile of a two-sided 95% interval, the z
 // every Wilson bound in an evidence pack uses.
@@ -68,25 +74,10 @@ func Wilson(agreements, n int, z float64) (lower, upper float64) {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
-// Window is the pooled figures of a run of weeks: one week, or the rolling 2-
-// and 4-week windows of an evidence pack. From and To are week numbers
-// (week 1 is the step's first week of records), both inclusive; they are 0
-// when the window holds no weeks. Accuracy is nil when N is 0. The JSON names
-// are those of the evidence pack contract.
-type Window struct {
-	From        int      `json:"from"`
-	To          int      `json:"to"`
-	N           int      `json:"n"`
-	Agreements  int      `json:"agreements"`
-	Accuracy    *float64 `json:"accuracy"`
-	WilsonLower float64  `json:"wilson_lower"`
-	WilsonUpper float64  `json:"wilson_upper"`
-}
-
 // NewWindow returns the window of weeks from..to whose pooled counts are c,
 // with its Wilson interval at z.
-func NewWindow(from, to int, c Counts, z float64) Window {
-	w := Window{From: from, To: to, N: c.N, Agreements: c.Agreements}
+func NewWindow(from, to int, c Counts, z float64) ladder.Window {
+	w := ladder.Window{From: from, To: to, N: c.N, Agreements: c.Agreements}
 	if acc, ok := c.Accuracy(); ok {
 		w.Accuracy = &acc
 	}
@@ -96,7 +87,7 @@ func NewWindow(from, to int, c Counts, z float64) Window {
 
 // Pool pools every week of weeks into one window; first is the week number
 // of weeks[0]. An empty slice gives the empty window (From = To = 0).
-func Pool(weeks []Counts, first int, z float64) Window {
+func Pool(weeks []Counts, first int, z float64) ladder.Window {
 	if len(weeks) == 0 {
 		return NewWindow(0, 0, Counts{}, z)
 	}
@@ -108,7 +99,7 @@ func Pool(weeks []Counts, first int, z float64) Window {
 // Counts, otherwise "the last k weeks" would silently reach further back in
 // time. With fewer than k weeks it pools them all; k <= 0 gives the empty
 // window.
-func Rolling(weeks []Counts, k int, z float64) Window {
+func Rolling(weeks []Counts, k int, z float64) ladder.Window {
 	if k <= 0 {
 		return Pool(nil, 0, z)
 	}

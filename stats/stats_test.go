@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ladderhq/ladder"
 )
 
 // approx compares floats to within 1e-12: the reference values were
@@ -109,10 +111,10 @@ func TestCountsAccuracy(t *testing.T) {
 // the bounds come from Wilson (whose values are checked above).
 func TestRolling(t *testing.T) {
 	weeks := []Counts{{N: 10, Agreements: 9}, {N: 0}, {N: 100, Agreements: 95}, {N: 50, Agreements: 50}, {N: 40, Agreements: 38}}
-	window := func(from, to, n, agree int) Window {
+	window := func(from, to, n, agree int) ladder.Window {
 		t.Helper()
 		lo, hi := Wilson(agree, n, Z95)
-		w := Window{From: from, To: to, N: n, Agreements: agree, WilsonLower: lo, WilsonUpper: hi}
+		w := ladder.Window{From: from, To: to, N: n, Agreements: agree, WilsonLower: lo, WilsonUpper: hi}
 		if n > 0 {
 			w.Accuracy = ptr(float64(agree) / float64(n))
 		}
@@ -122,15 +124,15 @@ func TestRolling(t *testing.T) {
 		name  string
 		weeks []Counts
 		k     int
-		want  Window
+		want  ladder.Window
 	}{
 		{"rolling 2", weeks, 2, window(4, 5, 90, 88)},
 		{"rolling 4 spans an empty week", weeks, 4, window(2, 5, 190, 183)},
 		{"k equals length", weeks, 5, window(1, 5, 200, 192)},
 		{"fewer weeks than k pools them all", weeks[:2], 4, window(1, 2, 10, 9)},
-		{"last week empty: accuracy null, interval (0, 1)", weeks[:2], 1, Window{From: 2, To: 2, WilsonLower: 0, WilsonUpper: 1}},
-		{"no weeks", nil, 4, Window{WilsonUpper: 1}},
-		{"k zero", weeks, 0, Window{WilsonUpper: 1}},
+		{"last week empty: accuracy null, interval (0, 1)", weeks[:2], 1, ladder.Window{From: 2, To: 2, WilsonLower: 0, WilsonUpper: 1}},
+		{"no weeks", nil, 4, ladder.Window{WilsonUpper: 1}},
+		{"k zero", weeks, 0, ladder.Window{WilsonUpper: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +147,7 @@ func TestRolling(t *testing.T) {
 func TestPoolNumbersFromFirst(t *testing.T) {
 	got := Pool([]Counts{{N: 2, Agreements: 1}, {N: 2, Agreements: 2}}, 7, Z95)
 	lo, hi := Wilson(3, 4, Z95)
-	want := Window{From: 7, To: 8, N: 4, Agreements: 3, Accuracy: ptr(0.75), WilsonLower: lo, WilsonUpper: hi}
+	want := ladder.Window{From: 7, To: 8, N: 4, Agreements: 3, Accuracy: ptr(0.75), WilsonLower: lo, WilsonUpper: hi}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Pool mismatch (-want +got):\n%s", diff)
 	}

@@ -14,15 +14,14 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/rules"
-	"github.com/ladderhq/ladder/service"
 )
 
 // rulesFile is the --rules file of `ladder backtest`: overrides of the
 // default thresholds per class and per step ("workspace/step").
 type rulesFile struct {
-	ClassA *rules.Overrides           `yaml:"class_a"`
-	ClassB *rules.Overrides           `yaml:"class_b"`
-	Steps  map[string]rules.Overrides `yaml:"steps"`
+	ClassA *ladder.ThresholdOverrides           `yaml:"class_a"`
+	ClassB *ladder.ThresholdOverrides           `yaml:"class_b"`
+	Steps  map[string]ladder.ThresholdOverrides `yaml:"steps"`
 }
 
 func loadRulesFile(path string) (*rulesFile, error) {
@@ -41,7 +40,7 @@ func loadRulesFile(path string) (*rulesFile, error) {
 
 // thresholds returns a step's thresholds under the file: the class defaults,
 // then the class overrides, then the step's.
-func (rf *rulesFile) thresholds(workspace string, st ladder.Step) (rules.Thresholds, error) {
+func (rf *rulesFile) thresholds(workspace string, st ladder.Step) (ladder.Thresholds, error) {
 	t := rules.Defaults(st.Class)
 	if st.Class == ladder.ClassA {
 		t = t.With(rf.ClassA)
@@ -97,15 +96,15 @@ func cmdBacktest(ctx context.Context, e env, args []string) error {
 	}
 	defer st.Close()
 	since := time.Now().Add(-span)
-	var all []service.BacktestStep
+	var all []ladder.BacktestStep
 	for _, ws := range st.svc.WorkspaceIDs() {
 		if *wsFlag != "" && ws != *wsFlag {
 			continue
 		}
 		var ruleErr error
-		var rulesFor func(ladder.Step) rules.Thresholds
+		var rulesFor func(ladder.Step) ladder.Thresholds
 		if rf != nil {
-			rulesFor = func(s ladder.Step) rules.Thresholds {
+			rulesFor = func(s ladder.Step) ladder.Thresholds {
 				t, err := rf.thresholds(ws, s)
 				if err != nil && ruleErr == nil {
 					ruleErr = fmt.Errorf("%s/%s: %w", ws, s.ID, err)
@@ -140,10 +139,10 @@ func cmdBacktest(ctx context.Context, e env, args []string) error {
 }
 
 // mergeMoves lays actual and simulated moves side by side by ISO week.
-func mergeMoves(actual, sim []service.BacktestMove) [][3]string {
+func mergeMoves(actual, sim []ladder.BacktestMove) [][3]string {
 	var weeks []string
 	byWeek := map[string]*[3]string{}
-	add := func(m service.BacktestMove, col int) {
+	add := func(m ladder.BacktestMove, col int) {
 		row, ok := byWeek[m.ISOWeek]
 		if !ok {
 			row = &[3]string{m.ISOWeek, "", ""}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
-	"github.com/ladderhq/ladder/service"
 )
 
 func TestBacktest(t *testing.T) {
@@ -30,13 +30,13 @@ func TestBacktest(t *testing.T) {
 	}
 	st.Close()
 
-	ends := func(out string) map[string]service.BacktestStep {
+	ends := func(out string) map[string]ladder.BacktestStep {
 		t.Helper()
-		var steps []service.BacktestStep
+		var steps []ladder.BacktestStep
 		if err := json.Unmarshal([]byte(out), &steps); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		m := map[string]service.BacktestStep{}
+		m := map[string]ladder.BacktestStep{}
 		for _, s := range steps {
 			m[s.Step] = s
 		}

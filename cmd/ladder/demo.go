@@ -104,7 +104,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 // human key per workspace.
 func makeDemoKeys(ctx context.Context, svc *service.Service) (demoKeys, error) {
 	keys := demoKeys{Workspaces: map[string]map[string]string{}}
-	_, tok, err := svc.CreateKey(ctx, "demo", service.KeyRequest{Workspace: service.AllWorkspaces, Kind: ladder.KeyAdmin, Name: "demo admin"})
+	_, tok, err := svc.CreateKey(ctx, "demo", ladder.KeyRequest{Workspace: service.AllWorkspaces, Kind: ladder.KeyAdmin, Name: "demo admin"})
 	if err != nil {
 		return keys, err
 	}
@@ -112,7 +112,7 @@ func makeDemoKeys(ctx context.Context, svc *service.Service) (demoKeys, error) {
 	for _, ws := range svc.WorkspaceIDs() {
 		keys.Workspaces[ws] = map[string]string{}
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman} {
-			_, tok, err := svc.CreateKey(ctx, "demo", service.KeyRequest{Workspace: ws, Kind: kind, Name: "demo " + string(kind)})
+			_, tok, err := svc.CreateKey(ctx, "demo", ladder.KeyRequest{Workspace: ws, Kind: kind, Name: "demo " + string(kind)})
 			if err != nil {
 				return keys, err
 			}

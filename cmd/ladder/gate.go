@@ -13,7 +13,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
-	"github.com/ladderhq/ladder/service"
 )
 
 // Exit codes of `ladder gate authorize`, the 4D-CQ CLI convention.
@@ -127,7 +126,7 @@ func gateAuthorize(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.Authorize(ctx, service.AuthorizeRequest{Case: *caseID, PreconditionFn: *fn, Evidence: json.RawMessage(raw)})
+	res, err := c.Authorize(ctx, ladder.AuthorizeRequest{Case: *caseID, PreconditionFn: *fn, Evidence: json.RawMessage(raw)})
 	if err != nil {
 		if ladder.ErrorCode(err) == ladder.CodeBypassToHuman {
 			ee := refusal(err).(exitError)
@@ -163,7 +162,7 @@ func gateHistory(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("gate history", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
-	var req service.GateHistoryRequest
+	var req ladder.GateHistoryRequest
 	fs.StringVar(&req.Case, "case", "", "only this gate case")
 	fs.StringVar(&req.PreconditionFn, "fn", "", "only this precondition function")
 	fs.StringVar(&req.ActionID, "action", "", "only this commit (action_id)")
@@ -184,7 +183,7 @@ func gateHistory(ctx context.Context, e env, args []string) error {
 	if !*rf.json {
 		fmt.Fprintln(tw, "AT\tDECISION\tCASE\tFUNCTION\tACTION\tGATE STATE\tREASON\tQ")
 	}
-	var pages []service.GateHistoryPage
+	var pages []ladder.GateHistoryPage
 	for {
 		p, err := c.GateHistory(ctx, req)
 		if err != nil {
@@ -205,11 +204,11 @@ func gateHistory(ctx context.Context, e env, args []string) error {
 		if len(pages) == 1 {
 			return printJSON(e.stdout, pages[0])
 		}
-		var ds []service.GateResult
+		var ds []ladder.GateResult
 		for _, p := range pages {
 			ds = append(ds, p.Decisions...)
 		}
-		return printJSON(e.stdout, service.GateHistoryPage{Workspace: pages[0].Workspace, Decisions: ds})
+		return printJSON(e.stdout, ladder.GateHistoryPage{Workspace: pages[0].Workspace, Decisions: ds})
 	}
 	tw.Flush()
 	if last := pages[len(pages)-1]; last.NextCursor != "" {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
-	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 )
 
@@ -62,7 +61,7 @@ func serveOnce(t *testing.T, cfg, db string) (log, metrics string) {
 }
 
 // changeRecords reads the tool.definition.changed records of a database.
-func changeRecords(t *testing.T, db string) []service.ToolDefinitionChange {
+func changeRecords(t *testing.T, db string) []ladder.ToolDefinitionChange {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
 	if err != nil {
@@ -73,9 +72,9 @@ func changeRecords(t *testing.T, db string) []service.ToolDefinitionChange {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []service.ToolDefinitionChange
+	var out []ladder.ToolDefinitionChange
 	for _, r := range recs {
-		var c service.ToolDefinitionChange
+		var c ladder.ToolDefinitionChange
 		if err := json.Unmarshal(r.Data, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +134,7 @@ func TestToolDefinitionIntegrity(t *testing.T) {
 		t.Errorf("%d change series, want 1:\n%s", n, grepLines(metrics, "ladder_tool_definition"))
 	}
 	got := changeRecords(t, db)
-	if len(got) != 1 || got[0].Capability != "tms:postBill" || got[0].Workspace != "vantrow-bills" || got[0].Change != service.DefinitionChanged ||
+	if len(got) != 1 || got[0].Capability != "tms:postBill" || got[0].Workspace != "vantrow-bills" || got[0].Change != ladder.DefinitionChanged ||
 		got[0].OldHash == "" || got[0].NewHash == "" || got[0].OldHash == got[0].NewHash {
 		t.Fatalf("change records %+v", got)
 	}

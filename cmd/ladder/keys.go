@@ -60,7 +60,7 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		defer st.Close()
-		k, token, err := st.svc.CreateKey(ctx, "cli", service.KeyRequest{Workspace: *ws, Kind: ladder.KeyKind(*kind), Name: *name, ExpiresIn: *expires})
+		k, token, err := st.svc.CreateKey(ctx, "cli", ladder.KeyRequest{Workspace: *ws, Kind: ladder.KeyKind(*kind), Name: *name, ExpiresIn: *expires})
 		if err != nil {
 			return refusal(err)
 		}

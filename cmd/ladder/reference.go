@@ -21,7 +21,6 @@ import (
 	"github.com/ladderhq/ladder/config"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
-	"github.com/ladderhq/ladder/service"
 )
 
 // cmdReference writes docs/reference.md from the code and a config (the
@@ -89,7 +88,7 @@ func buildReference(ctx context.Context, cfg *config.Config, name string) ([]byt
 	b.WriteString(referenceIntro)
 	writeRefusals(&b)
 	for _, w := range cfg.Workspaces {
-		_, token, err := st.svc.CreateKey(ctx, "reference", service.KeyRequest{Workspace: w.ID, Kind: ladder.KeyAgent})
+		_, token, err := st.svc.CreateKey(ctx, "reference", ladder.KeyRequest{Workspace: w.ID, Kind: ladder.KeyAgent})
 		if err != nil {
 			return nil, err
 		}

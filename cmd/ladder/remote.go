@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/client"
-	"github.com/ladderhq/ladder/service"
 )
 
 // remoteFlags are the flags of commands that talk to a running server.
@@ -178,7 +178,7 @@ func cmdRoute(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := service.RouteRequest{Queue: *queue, Step: pos[0], Item: pos[1]}
+	req := ladder.RouteRequest{Queue: *queue, Step: pos[0], Item: pos[1]}
 	if *features != "" {
 		if !json.Valid([]byte(*features)) {
 			return exitError{code: 3, msg: "--features is not valid JSON; pass an object such as '{\"carrier\":\"ACME\"}'"}
@@ -214,7 +214,7 @@ func cmdReview(ctx context.Context, e env, args []string) error {
 	if len(pos) != 1 || *agree == *disagree {
 		return exitError{code: 3, msg: "usage: ladder review ROUTE_ID --agree|--disagree [--severity 1-3] [--correction JSON] [--note TEXT] [--operator-error true|false] [--adjudication]"}
 	}
-	req := service.ReviewRequest{Verdict: "agree", Severity: *severity, Note: *note, Adjudication: *adjudication}
+	req := ladder.ReviewRequest{Verdict: "agree", Severity: *severity, Note: *note, Adjudication: *adjudication}
 	if *disagree {
 		req.Verdict = "disagree"
 	}

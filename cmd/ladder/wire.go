@@ -45,7 +45,7 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 // ladder_tool_definition_changes_total and written to the audit log.
 func checkToolDefinitions(ctx context.Context, st *stack, reg prometheus.Registerer) error {
 	changes := metrics.ToolDefinitionChanges(reg)
-	_, err := st.svc.CheckToolDefinitions(ctx, func(c service.ToolDefinitionChange) {
+	_, err := st.svc.CheckToolDefinitions(ctx, func(c ladder.ToolDefinitionChange) {
 		changes.WithLabelValues(c.Workspace, c.Capability, c.Change).Inc()
 	})
 	if err != nil {

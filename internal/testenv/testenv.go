@@ -195,7 +195,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
 	for _, ws := range svc.WorkspaceIDs() {
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
-			_, tok, err := svc.CreateKey(context.Background(), "test", service.KeyRequest{Workspace: ws, Kind: kind})
+			_, tok, err := svc.CreateKey(context.Background(), "test", ladder.KeyRequest{Workspace: ws, Kind: kind})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,115 @@
+package ladder
+
+import "time"
+
+// ReviewResult is what recording a review did.
+type ReviewResult struct {
+	Review     Review      `json:"review"`
+	Lane       Lane        `json:"lane"`
+	LaneChange *LaneChange `json:"lane_change,omitempty"`
+}
+
+// StepSummary is one row of which_steps_run_alone (seed 000).
+type StepSummary struct {
+	Queue              string   `json:"queue"`
+	Step               string   `json:"step"`
+	Name               string   `json:"name"`
+	Lane               Lane     `json:"lane"`
+	RunsAlone          bool     `json:"runs_alone"`
+	MoneyMoving        bool     `json:"money_moving"`
+	Why                string   `json:"why"`
+	Last4WeeksAccuracy *float64 `json:"last_4_weeks_accuracy"`
+	AuditRate          float64  `json:"audit_rate"`
+	Evidence           string   `json:"evidence"`
+}
+
+// StepsView is the which_steps_run_alone answer.
+type StepsView struct {
+	Workspace string        `json:"workspace"`
+	Steps     []StepSummary `json:"steps"`
+	// Sentence is the one-sentence summary the text content starts with.
+	Sentence string `json:"-"`
+}
+
+// OutcomeView is the outcome test in an evidence pack.
+type OutcomeView struct {
+	State  NIState      `json:"state"`
+	Agent  OutcomeGroup `json:"agent"`
+	Person OutcomeGroup `json:"person"`
+	Margin float64      `json:"margin"`
+	PValue *float64     `json:"p_value"`
+}
+
+// NextMoveView is the next possible move and how far the step is from it.
+type NextMoveView struct {
+	To    Lane                   `json:"to,omitempty"`
+	Rule  string                 `json:"rule"`
+	Needs map[string]Requirement `json:"needs"`
+}
+
+// EvidencePack is the step_evidence answer (DESIGN.md §4); its field names
+// are the contract.
+type EvidencePack struct {
+	Workspace           string        `json:"workspace"`
+	Queue               string        `json:"queue"`
+	Step                string        `json:"step"`
+	Name                string        `json:"name"`
+	Lane                Lane          `json:"lane"`
+	Pinned              bool          `json:"pinned"`
+	MoneyMoving         bool          `json:"money_moving"`
+	Class               RiskClass     `json:"class"`
+	Why                 string        `json:"why"`
+	EvidenceToWeek      int           `json:"evidence_to_week"`
+	AuditRate           float64       `json:"audit_rate"`
+	Figures             Figures       `json:"figures"`
+	LaneChanges         []LaneChange  `json:"lane_changes"`
+	OutcomeTest         OutcomeView   `json:"outcome_test"`
+	NextMove            *NextMoveView `json:"next_move"`
+	RecentDisagreements []Review      `json:"recent_disagreements"`
+	RecentAudits        []Review      `json:"recent_audits"`
+	Thresholds          Thresholds    `json:"thresholds"`
+	// Sentence is the text content's first sentence(s) (seed 000).
+	Sentence string `json:"-"`
+}
+
+// BacktestMove is one lane change, actual or simulated, in a backtest.
+type BacktestMove struct {
+	Week    int                `json:"week"`
+	ISOWeek string             `json:"iso_week"`
+	At      time.Time          `json:"at"`
+	From    Lane               `json:"from"`
+	To      Lane               `json:"to"`
+	Rule    string             `json:"rule"`
+	Numbers map[string]float64 `json:"numbers,omitempty"`
+}
+
+// BacktestStep is one step's replay: the lane changes that happened and
+// the ones the given rules would have made, week by week.
+type BacktestStep struct {
+	Workspace string         `json:"workspace"`
+	Queue     string         `json:"queue"`
+	Step      string         `json:"step"`
+	Name      string         `json:"name"`
+	StartLane Lane           `json:"start_lane"`
+	Actual    []BacktestMove `json:"actual"`
+	Simulated []BacktestMove `json:"simulated"`
+	EndActual Lane           `json:"end_actual"`
+	EndSim    Lane           `json:"end_simulated"`
+}
+
+// Tool-definition changes, as ToolDefinitionChange.Change says them.
+const (
+	DefinitionChanged = "changed"
+	DefinitionAdded   = "added"
+	DefinitionRemoved = "removed"
+)
+
+// ToolDefinitionChange is a capability whose definition differs from the
+// one the previous start recorded for its workspace.
+type ToolDefinitionChange struct {
+	Workspace  string `json:"workspace"`
+	Capability string `json:"capability"`
+	Change     string `json:"change"`             // changed, added or removed
+	OldHash    string `json:"old_hash,omitempty"` // "" when added
+	NewHash    string `json:"new_hash,omitempty"` // "" when removed
+}
