@@ -29,6 +29,8 @@ type IDError struct {
 	Reason string
 }
 
+// Error names the field and says what is wrong with it: the hint a
+// refusal of the id carries.
 func (e *IDError) Error() string { return "id: " + e.Reason }
 
 // CheckID refuses a request id that would not come back unchanged through
