@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/strictjson"
 )
 
@@ -48,7 +49,7 @@ func FuzzParseEnvelope(f *testing.F) {
 			if err.Code == "" {
 				t.Fatalf("refusal without a code for %q", body)
 			}
-			if id := env.ID; len(id) > 0 && string(id) != "null" && echoID(id) == nil {
+			if id := env.ID; len(id) > 0 && string(id) != "null" && mcpwire.EchoID(id) == nil {
 				t.Fatalf("refusal of %q echoes the id %s, which is not a string or a number", body, id)
 			}
 			return

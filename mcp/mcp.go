@@ -37,6 +37,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/service"
@@ -221,7 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cerr := checkListCursor(env); cerr != nil {
 		status := http.StatusOK
-		if r.Header.Get("Mcp-Protocol-Version") == statelessProtocol {
+		if r.Header.Get(mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol {
 			status = http.StatusBadRequest // as the SDK maps -32602 for 2026-07-28
 		}
 		h.writeRPCError(w, status, env.ID, cerr)
@@ -244,7 +245,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.answerCall(ctx, w, r, h.refuseArguments(registered, env.argsFault), p, env.ID, nil)
 			return
 		}
-		if !h.sdkOnly && fastEligible(r, env, cp) {
+		if !h.sdkOnly && mcpwire.PlainCall(r, env.ID, cp) {
 			h.serveCall(ctx, w, r, run, p, env.ID, cp.Arguments)
 			return
 		}
@@ -257,8 +258,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body = rewritten
 			// The 2026-07-28 transport repeats the tool name in Mcp-Name;
 			// keep it equal to the rewritten body.
-			if r.Header.Get("Mcp-Name") != "" {
-				r.Header.Set("Mcp-Name", registered)
+			if r.Header.Get(mcpwire.HeaderName) != "" {
+				r.Header.Set(mcpwire.HeaderName, registered)
 			}
 		}
 	}
@@ -306,17 +307,17 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 		// readable; only the key "id" itself, which Check saw once.
 		var loose map[string]json.RawMessage
 		_ = json.Unmarshal(body, &loose)
-		env.ID = echoID(loose["id"])
+		env.ID = mcpwire.EchoID(loose["id"])
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if ierr := checkID(env.ID); ierr != nil {
-		env.ID = echoID(env.ID)
+		env.ID = mcpwire.EchoID(env.ID)
 		return env, ierr
 	}
 	if badJSON != nil {
 		return envelope{}, badJSON // checkID and Check disagree on the id: refuse anyway
 	}
-	if env.JSONRPC != "2.0" || env.Method == "" {
+	if env.JSONRPC != mcpwire.Version || env.Method == "" {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if env.argsFault != nil && (env.Method != "tools/call" || len(env.ID) == 0 || string(env.ID) == "null") {
@@ -392,7 +393,7 @@ var protocolVersions = sdk.SupportedProtocolVersions()
 // asks for an unknown version in its body is not refused: the lifecycle
 // spec has the server answer it with a version it speaks.
 func checkProtocolVersion(r *http.Request) *ladder.Error {
-	v := r.Header.Get("Mcp-Protocol-Version")
+	v := r.Header.Get(mcpwire.HeaderProtocolVersion)
 	if v == "" || slices.Contains(protocolVersions, v) {
 		return nil
 	}
@@ -489,19 +490,11 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// callParams are tools/call params as the front door reads them.
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      json.RawMessage `json:"_meta,omitempty"`
-	Task      json.RawMessage `json:"task,omitempty"`
-}
-
 // checkToolCall refuses a tool the workspace does not serve; it returns the
 // call's params, the registered name of the tool (an accepted alternate
 // name, portable or canonical, maps to it) and the tool's run.
-func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (callParams, string, toolRun, *ladder.Error) {
-	var cp callParams
+func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (mcpwire.CallParams, string, toolRun, *ladder.Error) {
+	var cp mcpwire.CallParams
 	// The whole body passed strictjson.Check in parseEnvelope.
 	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
 		return cp, "", nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
@@ -585,19 +578,6 @@ func (h *Handler) warnColonNames() {
 // portable spells a capability id in the portable tool-name form.
 func portable(id string) string { return strings.ReplaceAll(id, ":", "_") }
 
-// rpcErrorBody is a JSON-RPC error response.
-type rpcErrorBody struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   rpcError        `json:"error"`
-}
-
-type rpcError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Data    map[string]any `json:"data"`
-}
-
 // errorData is the data of every refusal: the refusal name, the sentence
 // and the hint, plus any detail the refusal carries.
 func errorData(e *ladder.Error) map[string]any {
@@ -617,14 +597,28 @@ func errorData(e *ladder.Error) map[string]any {
 func (h *Handler) writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *ladder.Error) {
 	h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = json.RawMessage("null") // the member is required in an error response
 	}
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcError{Code: rpcCode(e), Message: string(e.Code), Data: errorData(e)}}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(body)
+	// The data is encoded apart, and as the SDK encodes (HTML unescaped),
+	// because go-sdk's error type holds it as raw JSON.
+	data, err := mcpwire.Encode(errorData(e))
+	if err != nil {
+		// Only a refusal carrying a value JSON cannot hold gets here; the
+		// status alone answers, as when the whole body was one encode.
+		h.log.Error("encoding a JSON-RPC refusal", "code", e.Code, "err", err)
+		return
+	}
+	body, err := mcpwire.Encode(mcpwire.Message[json.RawMessage]{JSONRPC: mcpwire.Version, ID: id,
+		Error: &jsonrpc.Error{Code: int64(rpcCode(e)), Message: string(e.Code), Data: data}})
+	if err != nil {
+		h.log.Error("encoding a JSON-RPC refusal", "code", e.Code, "err", err)
+		return
+	}
+	// The front door's answers end in a newline, as json.Encoder wrote them
+	// before the wire package did.
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // minLevel passes on only the records at or above min, so the SDK's

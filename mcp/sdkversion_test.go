@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,42 +12,104 @@ import (
 
 const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 
-// pinnedSDKVersion is the go-sdk version whose wire behaviour the MCP fast
-// path (mcp/fastpath.go) and the upstream direct path (upstream/direct.go)
-// were last checked against by sdkDifferentials. Change it only after
-// re-running them against the new version.
+// pinnedSDKVersion is the go-sdk version whose wire behaviour the MCP
+// server's fast path (mcp/fastpath.go), the upstream client's direct path
+// (upstream/direct.go) and the wire they share (internal/mcpwire) were last
+// checked against by sdkDifferentials. Change it only after re-running them
+// against the new version.
 const pinnedSDKVersion = "v1.8.0"
 
+// The sides of the wire a differential test checks.
+const (
+	serverSide = "server fast path (mcp/fastpath.go)"
+	clientSide = "client direct path (upstream/direct.go)"
+	sharedWire = "shared wire (internal/mcpwire)"
+)
+
+// sides are the sides in the order the failure message lists them.
+var sides = []string{serverSide, clientSide, sharedWire}
+
 // sdkDifferentials are the tests and fuzz targets that compare ladder's
-// hand-written copies of go-sdk's wire behaviour with go-sdk itself.
+// hand-written copies of go-sdk's wire behaviour with go-sdk itself, by
+// the side of the wire they check.
 var sdkDifferentials = []struct {
-	dir, file, name, run string
+	side, dir, file, name, run string
 }{
-	{"mcp", "fastpath_test.go", "TestFastPathMatchesSDK", "go test -count=1 -run TestFastPathMatchesSDK ./mcp"},
-	{"mcp", "fastpath_test.go", "TestFastPathLeavesTheRestToTheSDK", "go test -count=1 -run TestFastPathLeavesTheRestToTheSDK ./mcp"},
-	{"mcp", "rpcid_test.go", "TestRequestIDComesBackExactly", "go test -count=1 -run TestRequestIDComesBackExactly ./mcp"},
-	{"mcp", "rpcid_test.go", "TestUnfaithfulIDsRefused", "go test -count=1 -run TestUnfaithfulIDsRefused ./mcp"},
-	{"upstream", "upstream_test.go", "TestDirectCallMatchesSDK", "go test -count=1 -run TestDirectCallMatchesSDK ./upstream"},
-	{"mcp", "fastpath_test.go", "FuzzFastPathMatchesSDK", "go test -run '^$' -fuzz FuzzFastPathMatchesSDK -fuzztime 10m ./mcp"},
-	{"mcp", "fuzz_internal_test.go", "FuzzParseEnvelope", "go test -run '^$' -fuzz FuzzParseEnvelope -fuzztime 5m ./mcp"},
+	{serverSide, "mcp", "fastpath_test.go", "TestFastPathMatchesSDK", "go test -count=1 -run TestFastPathMatchesSDK ./mcp"},
+	{serverSide, "mcp", "fastpath_test.go", "TestFastPathLeavesTheRestToTheSDK", "go test -count=1 -run TestFastPathLeavesTheRestToTheSDK ./mcp"},
+	{serverSide, "mcp", "rpcid_test.go", "TestRequestIDComesBackExactly", "go test -count=1 -run TestRequestIDComesBackExactly ./mcp"},
+	{serverSide, "mcp", "rpcid_test.go", "TestUnfaithfulIDsRefused", "go test -count=1 -run TestUnfaithfulIDsRefused ./mcp"},
+	{serverSide, "mcp", "fastpath_test.go", "FuzzFastPathMatchesSDK", "go test -run '^$' -fuzz FuzzFastPathMatchesSDK -fuzztime 10m ./mcp"},
+	{serverSide, "mcp", "fuzz_internal_test.go", "FuzzParseEnvelope", "go test -run '^$' -fuzz FuzzParseEnvelope -fuzztime 5m ./mcp"},
+	{clientSide, "upstream", "upstream_test.go", "TestDirectCallMatchesSDK", "go test -count=1 -run TestDirectCallMatchesSDK ./upstream"},
+	{clientSide, "upstream", "upstream_test.go", "TestSessionSpeaksTheOlderProtocol", "go test -count=1 -run TestSessionSpeaksTheOlderProtocol ./upstream"},
+	{clientSide, "upstream", "upstream_test.go", "TestSessionFallsBackToTheNewestProtocol", "go test -count=1 -run TestSessionFallsBackToTheNewestProtocol ./upstream"},
+	{sharedWire, "internal/mcpwire", "wire_test.go", "TestEventFramingMatchesSDK", "go test -count=1 -run TestEventFramingMatchesSDK ./internal/mcpwire"},
+	{sharedWire, "internal/mcpwire", "wire_test.go", "TestPlainProtocol", "go test -count=1 -run TestPlainProtocol ./internal/mcpwire"},
+	{sharedWire, "internal/mcpwire", "wire_test.go", "TestClientCallIsPlain", "go test -count=1 -run TestClientCallIsPlain ./internal/mcpwire"},
 }
 
-// TestSDKVersionIsPinned fails when the module builds with a go-sdk other than the
-// one the fast path and the direct path were checked against: a new go-sdk
-// may change the wire those paths copy, and only the differential tests
-// would notice, if someone ran them.
+// TestSDKVersionIsPinned fails when the module builds with a go-sdk other
+// than the one the fast path, the direct path and their shared wire were
+// checked against: a new go-sdk may change the wire those paths copy, and
+// only the differential tests would notice, if someone ran them.
 func TestSDKVersionIsPinned(t *testing.T) {
-	got := sdkVersion(t)
-	if got == pinnedSDKVersion {
-		return
+	if got := sdkVersion(t); got != pinnedSDKVersion {
+		t.Fatal(sdkChanged(got))
 	}
+}
+
+// sdkChanged is TestSDKVersionIsPinned's failure message for go-sdk
+// version got: what changed, and the commands to re-run, side by side.
+func sdkChanged(got string) string {
 	var b strings.Builder
-	for _, d := range sdkDifferentials {
-		b.WriteString("\n\t" + d.run)
+	fmt.Fprintf(&b, "go.mod builds with %s %s, but ladder's copies of its wire were checked against %s.\n"+
+		"Re-run the differential tests and fuzz targets of both paths, fix any difference, then set pinnedSDKVersion in mcp/sdkversion_test.go to %s:",
+		sdkModule, got, pinnedSDKVersion, got)
+	for _, side := range sides {
+		b.WriteString("\n  " + side + ":")
+		for _, d := range sdkDifferentials {
+			if d.side == side {
+				b.WriteString("\n\t" + d.run)
+			}
+		}
 	}
-	t.Fatalf("go.mod builds with %s %s, but mcp/fastpath.go and upstream/direct.go were checked against %s.\n"+
-		"Re-run the differential tests and fuzz targets, fix any difference, then set pinnedSDKVersion in mcp/sdkversion_test.go to %s:%s",
-		sdkModule, got, pinnedSDKVersion, got, b.String())
+	return b.String()
+}
+
+// TestSDKChangedNamesBothSides: the failure message names every
+// differential test under its side, and the server's and the client's
+// sides each have some.
+func TestSDKChangedNamesBothSides(t *testing.T) {
+	msg := sdkChanged("v9.9.9")
+	for _, want := range []string{"v9.9.9", pinnedSDKVersion, "to v9.9.9:"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message does not say %q:\n%s", want, msg)
+		}
+	}
+	for _, side := range sides {
+		start := strings.Index(msg, "\n  "+side+":")
+		if start < 0 {
+			t.Errorf("the message names no %s:\n%s", side, msg)
+			continue
+		}
+		part := msg[start+len(side)+4:]
+		if end := strings.Index(part, "\n  "); end >= 0 {
+			part = part[:end]
+		}
+		n := 0
+		for _, d := range sdkDifferentials {
+			if d.side == side {
+				n++
+				if !strings.Contains(part, "\n\t"+d.run) {
+					t.Errorf("the message does not list %s under %s:\n%s", d.name, side, msg)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("no differential test checks the %s", side)
+		}
+	}
 }
 
 // sdkVersion returns the go-sdk version the module builds with. A test
@@ -115,10 +178,17 @@ func TestSDKVersionIn(t *testing.T) {
 }
 
 // TestSDKDifferentialsExist keeps the list TestSDKVersionIsPinned prints
-// true: each named test or fuzz target is declared where it says.
+// true: each named test or fuzz target is declared where it says, under a
+// side the message lists, and every test or fuzz target named
+// …MatchesSDK in the packages that copy go-sdk's wire is on the list.
 func TestSDKDifferentialsExist(t *testing.T) {
+	listed := map[string]bool{}
 	for _, d := range sdkDifferentials {
+		listed[d.name] = true
 		t.Run(d.name, func(t *testing.T) {
+			if !slices.Contains(sides, d.side) {
+				t.Errorf("side %q is not one the message lists", d.side)
+			}
 			src, err := os.ReadFile(filepath.Join("..", d.dir, d.file))
 			if err != nil {
 				t.Fatal(err)
@@ -131,5 +201,23 @@ func TestSDKDifferentialsExist(t *testing.T) {
 				t.Errorf("command %q does not run %s in ./%s", d.run, d.name, d.dir)
 			}
 		})
+	}
+	matches := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)\w*MatchesSDK)\(`)
+	for _, dir := range []string{"mcp", "upstream", "internal/mcpwire"} {
+		files, err := filepath.Glob(filepath.Join("..", dir, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no tests in %s: %v", dir, err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range matches.FindAllSubmatch(src, -1) {
+				if !listed[string(m[1])] {
+					t.Errorf("%s declares %s, which sdkDifferentials does not list", f, m[1])
+				}
+			}
+		}
 	}
 }

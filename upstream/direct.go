@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,12 +9,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder/internal/mcpwire"
 )
 
 // mcpSession is one upstream MCP server's session: go-sdk's, which opened
@@ -38,32 +38,13 @@ func newMCPSession(cs *sdk.ClientSession, url string, hc *http.Client, sdkOnly b
 	if r := cs.InitializeResult(); r != nil {
 		s.version = r.ProtocolVersion
 	}
-	s.direct = !sdkOnly && s.version != "" && s.version <= SessionProtocolVersion
+	s.direct = !sdkOnly && s.version != "" && mcpwire.PlainProtocol(s.version)
 	return s
 }
 
-// toolAnswer is what a tools/call answered, read the same way on both
-// paths.
-type toolAnswer struct {
-	Content           []contentBlock  `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
-}
-
-// contentBlock is one item of a tool's content; only text is kept.
-type contentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// rpcMessage is any JSON-RPC message the server may send while a call is
+// toolMessage is any JSON-RPC message the server may send while a call is
 // open: the call's response, a notification, or a request of its own.
-type rpcMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result *toolAnswer     `json:"result"`
-	Error  *jsonrpc.Error  `json:"error"` // go-sdk's own, so one errors.As finds it from either path
-}
+type toolMessage = mcpwire.Message[*mcpwire.ToolResult]
 
 // maxAnswer bounds one answer (or one event) of an upstream tool.
 const maxAnswer = 4 << 20
@@ -87,17 +68,9 @@ var errSessionGone = fmt.Errorf("%w: the server no longer knows the session", er
 // empty result, anything else "method not found": ladder offers no client
 // features). TestDirectCallMatchesSDK compares it with go-sdk's client, and
 // mcp's TestSDKVersionIsPinned fails when go-sdk changes version.
-func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMessage) (*toolAnswer, error) {
-	id := `"ladder-` + strconv.FormatInt(s.seq.Add(1), 10) + `"`
-	body, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  any             `json:"params"`
-	}{"2.0", json.RawMessage(id), "tools/call", struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}{tool, args}})
+func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMessage) (*mcpwire.ToolResult, error) {
+	id := mcpwire.ClientID(s.seq.Add(1))
+	body, err := mcpwire.CallRequest(id, tool, args)
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +85,14 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var m rpcMessage
-		if ct == "application/json" && json.Unmarshal(data, &m) == nil && m.Error != nil {
+		var m toolMessage
+		if ct == mcpwire.ContentTypeJSON && json.Unmarshal(data, &m) == nil && m.Error != nil {
 			return nil, m.Error
 		}
 		return nil, fmt.Errorf("%w: HTTP %d: %s", errSession, resp.StatusCode, strings.TrimSpace(string(data)))
 	}
 	switch ct {
-	case "application/json":
+	case mcpwire.ContentTypeJSON:
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 		if err != nil {
 			return nil, fmt.Errorf("%w: reading the answer: %v", errSession, err)
@@ -127,12 +100,12 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 		if len(data) > maxAnswer {
 			return nil, fmt.Errorf("the answer is over %d MiB", maxAnswer>>20)
 		}
-		var m rpcMessage
+		var m toolMessage
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("%w: the answer is not JSON-RPC: %v", errSession, err)
 		}
 		return s.answer(m, id)
-	case "text/event-stream":
+	case mcpwire.ContentTypeEventStream:
 		return s.readStream(ctx, resp.Body, id)
 	}
 	return nil, fmt.Errorf("%w: unexpected content type %q", errSession, ct)
@@ -140,22 +113,18 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 
 // post sends one JSON-RPC message on the session.
 func (s *mcpSession) post(ctx context.Context, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	req, err := mcpwire.NewPost(ctx, s.url, body, s.version, s.cs.ID())
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", s.version)
-	if sid := s.cs.ID(); sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	return s.hc.Do(req)
 }
 
-// answer returns the call's result from its response message.
-func (s *mcpSession) answer(m rpcMessage, id string) (*toolAnswer, error) {
-	if string(m.ID) != id {
+// answer returns the call's result from its response message; ids are
+// matched by their bytes, since the client's own (mcpwire.ClientID) come
+// back unchanged.
+func (s *mcpSession) answer(m toolMessage, id json.RawMessage) (*mcpwire.ToolResult, error) {
+	if !bytes.Equal(m.ID, id) {
 		return nil, fmt.Errorf("%w: the answer is for request %s, not %s", errSession, m.ID, id)
 	}
 	if m.Error != nil {
@@ -168,31 +137,22 @@ func (s *mcpSession) answer(m rpcMessage, id string) (*toolAnswer, error) {
 }
 
 // readStream reads server-sent events until the call's response.
-func (s *mcpSession) readStream(ctx context.Context, r io.Reader, id string) (*toolAnswer, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 16<<10), maxAnswer)
-	var data bytes.Buffer
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) > 0 {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				if data.Len() > 0 {
-					data.WriteByte('\n')
-				}
-				data.Write(bytes.TrimPrefix(v, []byte(" ")))
+func (s *mcpSession) readStream(ctx context.Context, r io.Reader, id json.RawMessage) (*mcpwire.ToolResult, error) {
+	events := mcpwire.NewEventReader(r, maxAnswer)
+	for {
+		data, err := events.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
 			}
-			continue
+			return nil, fmt.Errorf("the upstream's event stream ended before the answer: %w", err)
 		}
-		if data.Len() == 0 { // the end of an event without data
-			continue
-		}
-		var m rpcMessage
-		if err := json.Unmarshal(data.Bytes(), &m); err != nil {
+		var m toolMessage
+		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("%w: an event is not JSON-RPC: %v", errSession, err)
 		}
-		data.Reset()
 		switch {
-		case m.Method != "" && len(m.ID) > 0:
+		case m.IsRequest():
 			if err := s.reply(ctx, m); err != nil {
 				return nil, err
 			}
@@ -201,20 +161,15 @@ func (s *mcpSession) readStream(ctx context.Context, r io.Reader, id string) (*t
 			return s.answer(m, id)
 		}
 	}
-	err := sc.Err()
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return nil, fmt.Errorf("the upstream's event stream ended before the answer: %w", err)
 }
 
 // reply answers a request the server sent in the middle of a call.
-func (s *mcpSession) reply(ctx context.Context, m rpcMessage) error {
-	msg := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+func (s *mcpSession) reply(ctx context.Context, m toolMessage) error {
+	msg := mcpwire.Message[json.RawMessage]{JSONRPC: mcpwire.Version, ID: m.ID}
 	if m.Method == "ping" {
-		msg["result"] = struct{}{}
+		msg.Result = json.RawMessage(`{}`)
 	} else {
-		msg["error"] = jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: ladder offers no client features"}
+		msg.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: ladder offers no client features"}
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/mcpwire"
 )
 
 // DefaultTimeout bounds a call whose executor declares none.
@@ -345,7 +346,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	}
 	var (
 		s   *mcpSession
-		ans *toolAnswer
+		ans *mcpwire.ToolResult
 	)
 	for attempt := 1; ; attempt++ {
 		if s, err = p.session(ctx, x); err != nil {
@@ -400,15 +401,15 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 
 // sdkCallTool calls a tool through go-sdk's client and reads its answer as
 // callTool does.
-func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any) (*toolAnswer, error) {
+func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any) (*mcpwire.ToolResult, error) {
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
-	ans := &toolAnswer{IsError: res.IsError}
+	ans := &mcpwire.ToolResult{IsError: res.IsError}
 	for _, c := range res.Content {
 		if t, ok := c.(*sdk.TextContent); ok {
-			ans.Content = append(ans.Content, contentBlock{"text", t.Text})
+			ans.Content = append(ans.Content, mcpwire.Content{Type: "text", Text: t.Text})
 		}
 	}
 	if res.StructuredContent != nil {

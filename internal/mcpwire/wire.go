@@ -1,0 +1,133 @@
+// Package mcpwire is MCP's streamable-HTTP wire as go-sdk speaks it, for
+// ladder's two hand-written shortcuts around go-sdk: the server's tools/call
+// fast path (mcp/fastpath.go) and the client's direct call to an upstream
+// tool (upstream/direct.go).
+//
+// Both shortcuts exist because go-sdk is slow on the hot path
+// (BENCHMARKS.md), and both are only correct while they say and read
+// exactly what go-sdk does: the JSON-RPC framing, which ids come back
+// unchanged, the protocol versions and headers, the event-stream framing,
+// the shape of a tools/call result. Keeping one copy of that here means a
+// change in go-sdk's wire is found and fixed once, for both sides; the
+// differential tests that compare each side with go-sdk are listed in
+// mcp/sdkversion_test.go, which fails when the go-sdk version changes.
+package mcpwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is the JSON-RPC version every message carries.
+const Version = "2.0"
+
+// Message is one JSON-RPC message as go-sdk frames it (jsonrpc2's
+// wireCombined, its fields in its order): a request, a notification or a
+// response. R is the type of the result: json.RawMessage to write one, the
+// expected result's type (a pointer, so an absent result is nil) to read
+// one in a single decode.
+type Message[R any] struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  R               `json:"result,omitempty"`
+	// Error is go-sdk's own error type, whose JSON is jsonrpc2's WireError,
+	// so errors.As finds it whichever path produced the error.
+	Error *jsonrpc.Error `json:"error,omitempty"`
+}
+
+// IsRequest reports whether m is a request the receiver must answer: it
+// has a method and an id. A method without an id is a notification; no
+// method is a response.
+func (m *Message[R]) IsRequest() bool { return m.Method != "" && len(m.ID) > 0 }
+
+// Encode marshals v as go-sdk writes a message: with an encoder that does
+// not escape HTML, and without the encoder's trailing newline.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// WireError is the error a response carries for err, as jsonrpc2's
+// toWireError makes it: a *jsonrpc.Error as it is, the code of one
+// wrapped in err with err's message (its data dropped), and code 0 for any
+// other error.
+func WireError(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	switch {
+	case errors.As(err, &je) && je == err:
+		return &jsonrpc.Error{Code: je.Code, Message: je.Message, Data: je.Data}
+	case je != nil:
+		return &jsonrpc.Error{Code: je.Code, Message: err.Error()}
+	default:
+		return &jsonrpc.Error{Message: err.Error()}
+	}
+}
+
+// ToolResponse frames the answer to a tools/call with request id id as
+// go-sdk does: callErr as a JSON-RPC error, or else res marshalled by
+// encoding/json (which runs CallToolResult.MarshalJSON). For a
+// 2026-07-28 client (stateless) go-sdk marks a result complete
+// (resultType, the last field CallToolResult.MarshalJSON writes); the
+// field is unexported, so it is appended here.
+func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, stateless bool) ([]byte, error) {
+	msg := Message[json.RawMessage]{JSONRPC: Version, ID: id}
+	if callErr != nil {
+		msg.Error = WireError(callErr)
+		return Encode(&msg)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	if stateless && len(raw) > 2 && raw[len(raw)-1] == '}' {
+		raw = append(raw[:len(raw)-1:len(raw)-1], `,"resultType":"complete"}`...)
+	}
+	msg.Result = raw
+	return Encode(&msg)
+}
+
+// CallParams are the params of a tools/call request. A client sends the
+// name and the arguments; _meta and task are read so the server can tell a
+// plain call (PlainCall) from one go-sdk must see.
+type CallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
+	Task      json.RawMessage `json:"task,omitempty"`
+}
+
+// CallRequest frames a plain tools/call of tool with the JSON object args
+// as request id.
+func CallRequest(id json.RawMessage, tool string, args json.RawMessage) ([]byte, error) {
+	params, err := json.Marshal(CallParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Message[json.RawMessage]{JSONRPC: Version, ID: id, Method: "tools/call", Params: params})
+}
+
+// ToolResult is a tools/call result as a client reads it: the content
+// blocks, the structured content as sent, and whether the tool failed.
+type ToolResult struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+// Content is one content block of a tool result; a client that keeps only
+// text reads the text of blocks of type "text".
+type Content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
