@@ -118,19 +118,45 @@ func (c ApprovalCaps) CheckPending(a Approval, n int) error {
 	return nil
 }
 
-// ShadowOpen decides a shadow record of a step (ShadowStep set) whose
-// route was reviewed or not: it is open (counted against the cap) until a
-// review names its route; one reviewed already starts closed, and under a
-// cap is refused. countOpen says the key's open records must be counted
-// (CheckShadow) before it is stored.
-func (c ApprovalCaps) ShadowOpen(a Approval, reviewed bool) (open, countOpen bool, err error) {
-	if reviewed && c.MaxShadow > 0 {
+// ShadowTx is what OpenShadow needs of a store's write transaction.
+type ShadowTx interface {
+	// RouteReviewed reports whether the route was reviewed (it has a
+	// counted review).
+	RouteReviewed(routeID string) (bool, error)
+	// OpenShadows counts the requesting key's open shadow records of a
+	// step (their open_shadow value is step).
+	OpenShadows(workspace, requestedBy, step string) (int, error)
+}
+
+// OpenShadow decides a shadow record of a step (ShadowStep set) in a
+// store's write transaction: it is open, counted against the cap, until a
+// review names its route, so it returns the record's open_shadow value,
+// ShadowStep, while the route is unreviewed and "" once it is. Under a
+// cap, a record of a reviewed route is refused (ErrRouteReviewed) and one
+// past the cap too (CheckShadow).
+func (c ApprovalCaps) OpenShadow(tx ShadowTx, a Approval) (string, error) {
+	reviewed, err := tx.RouteReviewed(a.RouteID)
+	if err != nil {
+		return "", fmt.Errorf("route reviewed: %w", err)
+	}
+	switch {
+	case reviewed && c.MaxShadow > 0:
 		// A person handled the item and reviewed its route: a proposal
 		// now compares with nothing, and a record that never counts must
 		// not be stored without bound.
-		return false, false, fmt.Errorf("route %s of %s: %w", a.RouteID, c.ShadowStep, ErrRouteReviewed)
+		return "", fmt.Errorf("route %s of %s: %w", a.RouteID, c.ShadowStep, ErrRouteReviewed)
+	case reviewed:
+		return "", nil
+	case c.MaxShadow > 0:
+		n, err := tx.OpenShadows(a.Workspace, a.RequestedBy, c.ShadowStep)
+		if err != nil {
+			return "", fmt.Errorf("count open shadow records: %w", err)
+		}
+		if err := c.CheckShadow(a, n); err != nil {
+			return "", err
+		}
 	}
-	return !reviewed, !reviewed && c.MaxShadow > 0, nil
+	return c.ShadowStep, nil
 }
 
 // CheckShadow is the shadow cap: n is how many open shadow records of the

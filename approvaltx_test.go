@@ -100,21 +100,23 @@ func TestApprovalForCreateAndCaps(t *testing.T) {
 	}
 
 	tests := []struct {
-		name                string
-		caps                ladder.ApprovalCaps
-		reviewed            bool
-		wantOpen, wantCount bool
-		wantErr             error
+		name     string
+		caps     ladder.ApprovalCaps
+		reviewed bool
+		open     int // the key's open records of the step
+		want     string
+		wantErr  error
 	}{
-		{name: "unreviewed, capped: open and counted", caps: caps, wantOpen: true, wantCount: true},
-		{name: "unreviewed, no cap: open", caps: ladder.ApprovalCaps{ShadowStep: "q/s"}, wantOpen: true},
+		{name: "unreviewed, under the cap: open", caps: caps, open: 1, want: "q/s"},
+		{name: "unreviewed, at the cap: refused", caps: caps, open: 2, wantErr: ladder.ErrTooManyShadow},
+		{name: "unreviewed, no cap: open, not counted", caps: ladder.ApprovalCaps{ShadowStep: "q/s"}, open: 99, want: "q/s"},
 		{name: "reviewed, no cap: closed", caps: ladder.ApprovalCaps{ShadowStep: "q/s"}, reviewed: true},
 		{name: "reviewed, capped: refused", caps: caps, reviewed: true, wantErr: ladder.ErrRouteReviewed},
 	}
 	for _, tt := range tests {
-		open, count, err := tt.caps.ShadowOpen(a, tt.reviewed)
-		if open != tt.wantOpen || count != tt.wantCount || !errors.Is(err, tt.wantErr) || (err != nil) != (tt.wantErr != nil) {
-			t.Errorf("%s: ShadowOpen = %v, %v, %v; want %v, %v, %v", tt.name, open, count, err, tt.wantOpen, tt.wantCount, tt.wantErr)
+		got, err := tt.caps.OpenShadow(shadowTx{reviewed: tt.reviewed, open: tt.open}, a)
+		if got != tt.want || !errors.Is(err, tt.wantErr) || (err != nil) != (tt.wantErr != nil) {
+			t.Errorf("%s: OpenShadow = %q, %v; want %q, %v", tt.name, got, err, tt.want, tt.wantErr)
 		}
 	}
 	if err := caps.CheckShadow(a, 1); err != nil {
@@ -138,3 +140,13 @@ func TestApprovalForCreateAndCaps(t *testing.T) {
 		t.Error("an approval without caps is capped")
 	}
 }
+
+// shadowTx is a ShadowTx that answers from its fields.
+type shadowTx struct {
+	reviewed bool
+	open     int
+}
+
+func (s shadowTx) RouteReviewed(string) (bool, error) { return s.reviewed, nil }
+
+func (s shadowTx) OpenShadows(string, string, string) (int, error) { return s.open, nil }

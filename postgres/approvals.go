@@ -113,32 +113,15 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			}
 			b.Restamp(now)
 		}
-		var open any
+		var open string
 		if caps.ShadowStep != "" {
 			if _, err := w.exec(`SELECT 1 FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
 				b.Workspace, b.Queue, b.Step); err != nil {
 				return err
 			}
-			var reviewed bool
-			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = $1 AND counted)`, b.RouteID).Scan(&reviewed); err != nil {
+			var err error
+			if open, err = caps.OpenShadow(w, b); err != nil {
 				return err
-			}
-			isOpen, count, err := caps.ShadowOpen(b, reviewed)
-			if err != nil {
-				return err
-			}
-			if isOpen {
-				open = caps.ShadowStep
-			}
-			if count {
-				var n int
-				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2 AND open_shadow = $3`,
-					b.Workspace, b.RequestedBy, caps.ShadowStep).Scan(&n); err != nil {
-					return err
-				}
-				if err := caps.CheckShadow(b, n); err != nil {
-					return err
-				}
 			}
 		}
 		doc, err := json.Marshal(b)
@@ -148,7 +131,7 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		var seq int64
 		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), nullable(b.RouteID), open, doc).Scan(&seq)
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), nullable(b.RouteID), nullable(open), doc).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Another key's request with this idempotency key committed
 			// after the read above.
@@ -174,6 +157,21 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		return ladder.Approval{}, false, fmt.Errorf("create approval: %w", err)
 	}
 	return got, created, nil
+}
+
+// RouteReviewed reports whether the route was reviewed (its counted
+// review).
+func (w *wtx) RouteReviewed(routeID string) (bool, error) {
+	var reviewed bool
+	err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = $1 AND counted)`, routeID).Scan(&reviewed)
+	return reviewed, err
+}
+
+// OpenShadows counts a key's open shadow records of a step.
+func (w *wtx) OpenShadows(workspace, requestedBy, step string) (int, error) {
+	var n int
+	err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2 AND open_shadow = $3`, workspace, requestedBy, step).Scan(&n)
+	return n, err
 }
 
 // closeShadow marks the shadow records of a route reviewed, so they no

@@ -19,7 +19,7 @@ const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, p
 func (s *Store) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
 	err := s.write(ctx, func(w *wtx) error {
 		for _, st := range states {
-			st.Version = max(st.Version, 1)
+			st = st.Initial()
 			if err := w.putState(st, `ON CONFLICT DO NOTHING`); err != nil {
 				return err
 			}
@@ -136,16 +136,7 @@ const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, a
 // commits first (and the route is not stored: ErrLaneChanged) or waits for
 // this one.
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
-	if r.ID == "" {
-		r.ID = ladder.NewID("rt")
-	}
-	if r.At.IsZero() {
-		r.At = s.now()
-	}
-	r.At = normTime(r.At)
-	if len(r.Features) == 0 {
-		r.Features = nil
-	}
+	r = r.Resolved(s.now())
 	var (
 		got     ladder.Route
 		created bool
@@ -613,12 +604,7 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 		if err := rows.Scan(&by, &n, &fail); err != nil {
 			return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
 		}
-		switch by {
-		case ladder.HandledByAgent:
-			oc.AgentN, oc.AgentFailures = n, fail
-		case ladder.HandledByPerson:
-			oc.PersonN, oc.PersonFailures = n, fail
-		}
+		oc.Add(by, n, fail)
 	}
 	if err := rows.Err(); err != nil {
 		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
@@ -670,7 +656,7 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 
 	for _, st := range h.States {
-		st.Version = max(st.Version, 1)
+		st = st.Initial()
 		q, args, err := putStateSQL(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
 			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
 			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,

@@ -89,28 +89,11 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 				return err
 			}
 		}
-		var open any
+		var open string
 		if caps.ShadowStep != "" {
-			var reviewed bool
-			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = ?)`, b.RouteID).Scan(&reviewed); err != nil {
+			var err error
+			if open, err = caps.OpenShadow(w, b); err != nil {
 				return err
-			}
-			isOpen, count, err := caps.ShadowOpen(b, reviewed)
-			if err != nil {
-				return err
-			}
-			if isOpen {
-				open = caps.ShadowStep
-			}
-			if count {
-				var n int
-				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND open_shadow = ?`,
-					b.Workspace, b.RequestedBy, caps.ShadowStep).Scan(&n); err != nil {
-					return err
-				}
-				if err := caps.CheckShadow(b, n); err != nil {
-					return err
-				}
 			}
 		}
 		doc, err := json.Marshal(b)
@@ -118,7 +101,7 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			return err
 		}
 		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), nullable(b.RouteID), open, doc)
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), nullable(b.RouteID), nullable(open), doc)
 		if err != nil {
 			return err
 		}
@@ -135,6 +118,21 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		return ladder.Approval{}, false, fmt.Errorf("create approval: %w", err)
 	}
 	return got, created, nil
+}
+
+// RouteReviewed reports whether the route was reviewed (its counted
+// review).
+func (w *wtx) RouteReviewed(routeID string) (bool, error) {
+	var reviewed bool
+	err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = ?)`, routeID).Scan(&reviewed)
+	return reviewed, err
+}
+
+// OpenShadows counts a key's open shadow records of a step.
+func (w *wtx) OpenShadows(workspace, requestedBy, step string) (int, error) {
+	var n int
+	err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND open_shadow = ?`, workspace, requestedBy, step).Scan(&n)
+	return n, err
 }
 
 // closeShadow marks the shadow records of a route reviewed, so they no

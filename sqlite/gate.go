@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/ladderhq/ladder"
@@ -13,17 +12,11 @@ const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, actio
 // RecordGateDecision stores a gate decision and appends its audit entry in
 // the same transaction; the decision's Seq comes from the table.
 func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, audit ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
-	if d.ID == "" {
-		return ladder.GateDecisionRecord{}, errors.New("record gate decision: no id")
+	d, err := d.Resolved(s.now())
+	if err != nil {
+		return ladder.GateDecisionRecord{}, fmt.Errorf("record gate decision: %w", err)
 	}
-	if d.At.IsZero() {
-		d.At = s.now()
-	}
-	d.At = normTime(d.At)
-	if len(d.Evidence) == 0 {
-		d.Evidence = nil
-	}
-	err := s.write(ctx, func(w *wtx) error {
+	err = s.write(ctx, func(w *wtx) error {
 		res, err := w.exec(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Workspace, d.KeyID, d.Case, d.PreconditionFn, d.ActionID, d.GateState, d.ReasonCode,
 			d.R, d.C, d.O, d.Ro, d.Q, d.RepairAttempts, boolInt(d.VerifiableExt), d.HumanReadable, d.Notes,
