@@ -243,23 +243,14 @@ func addToWeekSQL(d ladder.WeekDelta) (string, []any) {
 
 const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
 
-// RecordReview stores a review, adds it to its week's aggregate (in the
-// step's current epoch), runs the decider on the new figures and stores its
-// result, all in one transaction. The step's state row is locked (SELECT
-// ... FOR UPDATE) before anything is counted, so reviews of one step are
+// RecordReview records a review by ladder.RecordReviewTx in one
+// transaction. The step's state row is locked (LockState: SELECT ... FOR
+// UPDATE) before anything is counted, so reviews of one step are
 // serialized across every replica: each decider sees the counts of every
 // review before it, and a threshold crossed by many reviews at once yields
-// one lane change.
-//
-// The route must exist in the review's workspace (else ErrNotFound); its
-// queue, step and item are the review's. A second review of a route that is
-// not an adjudication is ErrConflict. An adjudication replaces the verdict
-// counted so far: the earlier review's contribution is subtracted from the
-// row it was added to and the adjudication's is added, so n counts the item
-// once.
-//
-// When the decider moves the lane, pin, epoch or audit rate, subscribers of
-// every replica hear of it.
+// one lane change. When the decider moves the lane, pin, epoch or audit
+// rate, subscribers of every replica hear of it. The write's defaults are
+// filled before the transaction, so an op run again keeps its ids.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
 	rw = rw.Resolve(s.now())
 	var (
@@ -391,13 +382,9 @@ func insertLaneChangeSQL(c ladder.LaneChange) (string, []any, error) {
 		[]any{c.ID, c.Workspace, c.Queue, c.Step, normTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason}, nil
 }
 
-// SetLane applies a lane write: the step moves to w.Change.To (its current
-// lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves or the pin is set or cleared (StepState.Changed: a
-// new lane epoch, and a new promotion epoch on a move down), and w.Audit is
-// appended. With IfVersion set, a state whose version differs is
-// ErrConflict. The state row is locked for the check, so the check holds
-// across replicas. Subscribers of every replica hear of the write.
+// SetLane applies a lane write by ladder.SetLaneTx in one transaction. The
+// state row is locked for the IfVersion check, so the check holds across
+// replicas; subscribers of every replica hear of the write.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
 	var state ladder.StepState
 	err := s.write(ctx, func(w *wtx) error {

@@ -238,18 +238,11 @@ func (w *wtx) AddToWeek(d ladder.WeekDelta) error {
 
 const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
 
-// RecordReview stores a review, adds it to its week's aggregate (in the
-// step's current epoch), runs the decider on the new figures and stores its
-// result, all in one transaction of the one writer: concurrent reviews see
-// each other's counts, so a threshold crossed by many reviews at once yields
-// one lane change.
-//
-// The route must exist in the review's workspace (else ErrNotFound); its
-// queue, step and item are the review's. A second review of a route that is
-// not an adjudication is ErrConflict. An adjudication replaces the verdict
-// counted so far: the earlier review's contribution is subtracted from the
-// row it was added to and the adjudication's is added, so n counts the item
-// once.
+// RecordReview records a review by ladder.RecordReviewTx in one
+// transaction of the one writer: concurrent reviews see each other's
+// counts, so a threshold crossed by many reviews at once yields one lane
+// change. The write's defaults are filled before the transaction, so an op
+// run again keeps its ids.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
 	rw = rw.Resolve(s.now())
 	var (
@@ -369,12 +362,8 @@ func (w *wtx) insertLaneChange(c ladder.LaneChange, onConflict string) error {
 	return err
 }
 
-// SetLane applies a lane write: the step moves to w.Change.To (its current
-// lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves or the pin changes (StepState.Changed: a new lane
-// epoch, and a new promotion epoch on a move down), and w.Audit is
-// appended. With IfVersion set, a state whose version differs is
-// ErrConflict.
+// SetLane applies a lane write by ladder.SetLaneTx in one transaction of
+// the one writer, which serializes it with every other write of the step.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
 	var state ladder.StepState
 	err := s.write(ctx, func(w *wtx) error {
