@@ -63,11 +63,11 @@ func ExpireTx(tx ExpiryTx, d DueApproval, at time.Time) (Approval, error) {
 	a := d.Approval
 	a.Status = ApprovalExpired
 	if err := tx.StoreApproval(a); err != nil {
-		return Approval{}, fmt.Errorf("store expiry: %w", err)
+		return Approval{}, fmt.Errorf("expire approval %s: %w", a.ID, err)
 	}
 	e, err := ExpiryAudit(a, at)
 	if err != nil {
-		return Approval{}, fmt.Errorf("expiry audit: %w", err)
+		return Approval{}, fmt.Errorf("expire approval %s: %w", a.ID, err)
 	}
 	if err := tx.AppendAudit(e); err != nil {
 		return Approval{}, err
