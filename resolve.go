@@ -83,3 +83,16 @@ func WalkPages(afterSeq int64, page int, read func(after int64, limit int) ([]Au
 		}
 	}
 }
+
+// DefaultPageLimit is how many records a list query returns when its
+// Limit is not positive (AuditQuery, ApprovalQuery, GateHistoryQuery).
+const DefaultPageLimit = 50
+
+// PageLimit is the number of records a list query with limit n returns at
+// the most: n, or DefaultPageLimit when n is not positive.
+func PageLimit(n int) int {
+	if n <= 0 {
+		return DefaultPageLimit
+	}
+	return n
+}

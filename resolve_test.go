@@ -112,3 +112,11 @@ func TestWalkPages(t *testing.T) {
 		t.Errorf("a failing read: err %v, want it", err)
 	}
 }
+
+func TestPageLimit(t *testing.T) {
+	for _, tt := range []struct{ in, want int }{{-1, 50}, {0, 50}, {1, 1}, {200, 200}} {
+		if got := ladder.PageLimit(tt.in); got != tt.want {
+			t.Errorf("PageLimit(%d) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

@@ -332,10 +332,7 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	where, args := `workspace = $1`, []any{q.Workspace}
 	switch q.Status {
 	case "":

@@ -121,10 +121,7 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + auditColumns + ` FROM audit WHERE ($1::text = '' OR workspace = $1) AND ($2::text = '' OR kind = $2)`
 	args := []any{q.Workspace, q.Kind}
 	if q.Desc {

@@ -41,10 +41,7 @@ func (s *Store) GateHistory(ctx context.Context, q ladder.GateHistoryQuery) ([]l
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("gate history: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + gateColumns + ` FROM gate_decisions WHERE workspace = $1`
 	args := []any{q.Workspace}
 	add := func(cond string, v any) {

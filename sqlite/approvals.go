@@ -228,10 +228,7 @@ func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key st
 
 // ListApprovals returns approvals matching q, newest first.
 func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	now := fmtTime(s.now())
 	where, args := `workspace = ?`, []any{now, q.Workspace}
 	switch q.Status {

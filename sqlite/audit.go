@@ -76,10 +76,7 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + auditColumns + ` FROM audit WHERE (? = '' OR workspace = ?) AND (? = '' OR kind = ?)`
 	args := []any{q.Workspace, q.Workspace, q.Kind, q.Kind}
 	if q.Desc {

@@ -38,10 +38,7 @@ func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRec
 
 // GateHistory returns a workspace's gate decisions matching q, newest first.
 func (s *Store) GateHistory(ctx context.Context, q ladder.GateHistoryQuery) ([]ladder.GateDecisionRecord, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	// Only the filters given are spelled out, so SQLite can answer from
 	// the (workspace, …, seq) indexes instead of scanning.
 	query := `SELECT ` + gateColumns + ` FROM gate_decisions WHERE workspace = ?`
