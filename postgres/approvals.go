@@ -26,29 +26,21 @@ func nullable(s string) any {
 
 // approvalCols are the columns an approval is read from: its seq, its doc,
 // and whether it is pending at or past its deadline by the database's
-// clock, which every replica shares (see dueApproval).
+// clock, which every replica shares (see ladder.DueApproval).
 const approvalCols = `seq, doc, (status = 'pending' AND expires_at <= clock_timestamp()) IS TRUE`
 
-// dueApproval is an approval as read with approvalCols.
-type dueApproval struct {
-	a   ladder.Approval
-	due bool // pending, and past its deadline: a read stores the expiry first
-}
-
-func scanApproval(r pgx.Row) (dueApproval, error) {
+func scanApproval(r pgx.Row) (ladder.DueApproval, error) {
 	var (
-		d   dueApproval
+		d   ladder.DueApproval
 		seq int64
 		doc []byte
+		err error
 	)
-	if err := r.Scan(&seq, &doc, &d.due); err != nil {
+	if err := r.Scan(&seq, &doc, &d.Due); err != nil {
 		return d, err
 	}
-	if err := json.Unmarshal(doc, &d.a); err != nil {
-		return d, fmt.Errorf("stored approval: %w", err)
-	}
-	d.a.Seq = seq
-	return d, nil
+	d.Approval, err = ladder.DecodeApproval(seq, doc)
+	return d, err
 }
 
 // pendingLockNamespace is the first key of the advisory lock that
@@ -72,11 +64,8 @@ const pendingLockNamespace = 0x6c617070
 // update: a review and a shadow record of its step never commit unseen by
 // each other, so no record stays open after its route is reviewed.
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
-	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
-	maxPending, maxShadow := a.MaxPending, a.MaxShadow
-	a.MaxPending, a.MaxShadow = 0, 0
-	shadowStep := shadowStepOf(a)
-	capped := maxPending > 0 && a.Status == ladder.ApprovalPending || maxShadow > 0 && shadowStep != ""
+	a, caps := a.ForCreate()
+	capped := caps.Capped(a)
 	var (
 		got     ladder.Approval
 		created bool
@@ -94,8 +83,8 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			existing, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
 				a.Workspace, a.Capability, a.IdempotencyKey))
 			if err == nil {
-				got, created = existing.a, false
-				if existing.due {
+				got, created = existing.Approval, false
+				if existing.Due {
 					got, err = w.settleExisting(got)
 				}
 				return err
@@ -118,40 +107,21 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 					b.Workspace, b.RequestedBy).Scan(&now, &n); err != nil {
 					return err
 				}
-				if n >= maxPending {
-					return fmt.Errorf("%s has %d approvals pending, at most %d: %w", b.RequestedBy, n, maxPending, ladder.ErrTooManyPending)
+				if err := caps.CheckPending(b, n); err != nil {
+					return err
 				}
 			}
 			b.Restamp(now)
 		}
-		var open any
-		if shadowStep != "" {
+		var open string
+		if caps.ShadowStep != "" {
 			if _, err := w.exec(`SELECT 1 FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
 				b.Workspace, b.Queue, b.Step); err != nil {
 				return err
 			}
-			var reviewed bool
-			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = $1 AND counted)`, b.RouteID).Scan(&reviewed); err != nil {
+			var err error
+			if open, err = caps.OpenShadow(w, b); err != nil {
 				return err
-			}
-			switch {
-			case reviewed && maxShadow > 0:
-				// A person handled the item and reviewed its route: a
-				// proposal now compares with nothing, and a record that
-				// never counts must not be stored without bound.
-				return fmt.Errorf("route %s of %s: %w", b.RouteID, shadowStep, ladder.ErrRouteReviewed)
-			case !reviewed:
-				open = shadowStep
-			}
-			if maxShadow > 0 && !reviewed {
-				var n int
-				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2 AND open_shadow = $3`,
-					b.Workspace, b.RequestedBy, shadowStep).Scan(&n); err != nil {
-					return err
-				}
-				if n >= maxShadow {
-					return fmt.Errorf("%s has %d unreviewed shadow proposals of %s, at most %d: %w", b.RequestedBy, n, shadowStep, maxShadow, ladder.ErrTooManyShadow)
-				}
 			}
 		}
 		doc, err := json.Marshal(b)
@@ -161,7 +131,7 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		var seq int64
 		err = w.queryRow(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING seq`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), nullable(b.RouteID), open, doc).Scan(&seq)
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), nullTime(b.ExpiresAt), nullable(b.RouteID), nullable(open), doc).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Another key's request with this idempotency key committed
 			// after the read above.
@@ -170,8 +140,8 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			if err != nil {
 				return err
 			}
-			got, created = existing.a, false
-			if existing.due {
+			got, created = existing.Approval, false
+			if existing.Due {
 				got, err = w.settleExisting(got)
 			}
 			return err
@@ -189,14 +159,19 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 	return got, created, nil
 }
 
-// shadowStepOf is the open_shadow value of a shadow record of a step,
-// "queue/step", or "" for any other approval: a record without a route can
-// never be reviewed, so it is neither open nor counted.
-func shadowStepOf(a ladder.Approval) string {
-	if a.Status != ladder.ApprovalShadow || a.Step == "" || a.RouteID == "" {
-		return ""
-	}
-	return a.Queue + "/" + a.Step
+// RouteReviewed reports whether the route was reviewed (its counted
+// review).
+func (w *wtx) RouteReviewed(routeID string) (bool, error) {
+	var reviewed bool
+	err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = $1 AND counted)`, routeID).Scan(&reviewed)
+	return reviewed, err
+}
+
+// OpenShadows counts a key's open shadow records of a step.
+func (w *wtx) OpenShadows(workspace, requestedBy, step string) (int, error) {
+	var n int
+	err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = $1 AND requested_by = $2 AND open_shadow = $3`, workspace, requestedBy, step).Scan(&n)
+	return n, err
 }
 
 // closeShadow marks the shadow records of a route reviewed, so they no
@@ -220,7 +195,7 @@ func (w *wtx) closeShadow(routeID string) error {
 // (approvals never go away, so a row not returned is a locked one).
 func (w *wtx) expireDue(workspace, id string, skipLocked bool) (a ladder.Approval, busy bool, err error) {
 	var (
-		d   dueApproval
+		d   ladder.DueApproval
 		at  time.Time
 		seq int64
 		doc []byte
@@ -230,7 +205,7 @@ func (w *wtx) expireDue(workspace, id string, skipLocked bool) (a ladder.Approva
 		lock = `FOR UPDATE SKIP LOCKED`
 	}
 	err = w.queryRow(`SELECT seq, doc, (status = 'pending' AND expires_at <= clock_timestamp()) IS TRUE, clock_timestamp()
-		FROM approvals WHERE id = $1 AND workspace = $2 `+lock, id, workspace).Scan(&seq, &doc, &d.due, &at)
+		FROM approvals WHERE id = $1 AND workspace = $2 `+lock, id, workspace).Scan(&seq, &doc, &d.Due, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) && skipLocked:
 		return ladder.Approval{}, true, nil
@@ -239,26 +214,22 @@ func (w *wtx) expireDue(workspace, id string, skipLocked bool) (a ladder.Approva
 	case err != nil:
 		return ladder.Approval{}, false, err
 	}
-	if err := json.Unmarshal(doc, &d.a); err != nil {
-		return ladder.Approval{}, false, fmt.Errorf("stored approval: %w", err)
-	}
-	d.a.Seq = seq
-	if !d.due {
-		return d.a, false, nil
-	}
-	a = d.a
-	a.Status = ladder.ApprovalExpired
-	if doc, err = json.Marshal(a); err != nil {
+	if d.Approval, err = ladder.DecodeApproval(seq, doc); err != nil {
 		return ladder.Approval{}, false, err
 	}
-	if _, err := w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE seq = $3`, string(a.Status), doc, seq); err != nil {
-		return ladder.Approval{}, false, err
-	}
-	e, err := ladder.ExpiryAudit(a, at)
+	a, err = ladder.ExpireTx(w, d, at)
+	return a, false, err
+}
+
+// StoreApproval stores a's status and document over the approval with a's
+// seq.
+func (w *wtx) StoreApproval(a ladder.Approval) error {
+	doc, err := json.Marshal(a)
 	if err != nil {
-		return ladder.Approval{}, false, err
+		return err
 	}
-	return a, false, w.appendAudit(nil, e)
+	_, err = w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE seq = $3`, string(a.Status), doc, a.Seq)
+	return err
 }
 
 // settleExisting stores the expiry of a repeated request's approval found
@@ -277,15 +248,8 @@ func (w *wtx) settleExisting(a ladder.Approval) (ladder.Approval, error) {
 // decision that committed first. Reporting expired only once it is
 // committed is what keeps a reader on any replica from seeing expired and
 // then a decision.
-func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Approval, error) {
-	out := make([]ladder.Approval, len(found))
-	var due []int
-	for i, d := range found {
-		out[i] = d.a
-		if d.due {
-			due = append(due, i)
-		}
-	}
+func (s *Store) settle(ctx context.Context, found []ladder.DueApproval) ([]ladder.Approval, error) {
+	out, due := ladder.SplitDue(found)
 	if len(due) == 0 {
 		return out, nil
 	}
@@ -298,7 +262,7 @@ func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Appro
 		err := s.write(ctx, func(w *wtx) error {
 			busy = nil // the op may run again
 			for _, i := range due {
-				a, locked, err := w.expireDue(found[i].a.Workspace, found[i].a.ID, true)
+				a, locked, err := w.expireDue(found[i].Approval.Workspace, found[i].Approval.ID, true)
 				if err != nil {
 					return err
 				}
@@ -316,7 +280,7 @@ func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Appro
 		case len(busy) == 0:
 			return out, nil
 		case time.Now().After(giveUp):
-			return nil, fmt.Errorf("store expiry: approval %s stays locked: %w", found[busy[0]].a.ID, ladder.ErrUnavailable)
+			return nil, fmt.Errorf("store expiry: approval %s stays locked: %w", found[busy[0]].Approval.ID, ladder.ErrUnavailable)
 		}
 		select {
 		case <-ctx.Done():
@@ -336,7 +300,7 @@ func (s *Store) readApproval(ctx context.Context, query string, args ...any) (la
 	if err != nil {
 		return ladder.Approval{}, s.readErr(err)
 	}
-	out, err := s.settle(ctx, []dueApproval{d})
+	out, err := s.settle(ctx, []ladder.DueApproval{d})
 	if err != nil {
 		return ladder.Approval{}, err
 	}
@@ -368,10 +332,7 @@ func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]la
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	where, args := `workspace = $1`, []any{q.Workspace}
 	switch q.Status {
 	case "":
@@ -462,17 +423,11 @@ func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladd
 }
 
 func scanCall(r pgx.Row) (ladder.Call, error) {
-	var (
-		c   ladder.Call
-		doc []byte
-	)
+	var doc []byte
 	if err := r.Scan(&doc); err != nil {
-		return c, err
+		return ladder.Call{}, err
 	}
-	if err := json.Unmarshal(doc, &c); err != nil {
-		return c, fmt.Errorf("stored call: %w", err)
-	}
-	return c, nil
+	return ladder.DecodeCall(doc)
 }
 
 // BeginCall records a running call, or returns the call with the same

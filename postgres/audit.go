@@ -121,10 +121,7 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + auditColumns + ` FROM audit WHERE ($1::text = '' OR workspace = $1) AND ($2::text = '' OR kind = $2)`
 	args := []any{q.Workspace, q.Kind}
 	if q.Desc {
@@ -155,25 +152,19 @@ func (s *Store) WalkAudit(ctx context.Context, afterSeq int64, fn func(ladder.Au
 	if err := s.reading(); err != nil {
 		return fmt.Errorf("walk audit: %w", err)
 	}
-	for {
-		rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, walkPage)
+	read := func(after int64, limit int) ([]ladder.AuditRecord, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 		if err != nil {
-			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+			return nil, fmt.Errorf("walk audit: %w", s.mapErr(err))
 		}
 		recs, err := collect(rows, scanAudit)
 		if err != nil {
-			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+			return nil, fmt.Errorf("walk audit: %w", s.mapErr(err))
 		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-			afterSeq = r.Seq
-		}
-		if len(recs) < walkPage {
-			return nil
-		}
+		return recs, nil
 	}
+	// fn's own error comes back as fn returned it.
+	return ladder.WalkPages(afterSeq, walkPage, read, fn)
 }
 
 func scanAudit(r pgx.Row) (ladder.AuditRecord, error) {

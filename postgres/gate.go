@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -15,18 +14,12 @@ const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, actio
 // RecordGateDecision stores a gate decision and queues its audit entry in
 // the same transaction; the decision's Seq comes from the table.
 func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, audit ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
-	if d.ID == "" {
-		return ladder.GateDecisionRecord{}, errors.New("record gate decision: no id")
-	}
-	if d.At.IsZero() {
-		d.At = s.now()
-	}
-	d.At = normTime(d.At)
-	if len(d.Evidence) == 0 {
-		d.Evidence = nil
+	d, err := d.Resolved(s.now())
+	if err != nil {
+		return ladder.GateDecisionRecord{}, fmt.Errorf("record gate decision: %w", err)
 	}
 	var seq int64
-	err := s.write(ctx, func(w *wtx) error {
+	err = s.write(ctx, func(w *wtx) error {
 		if err := w.queryRow(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING seq`,
 			d.ID, d.Workspace, d.KeyID, d.Case, d.PreconditionFn, d.ActionID, d.GateState, d.ReasonCode,
@@ -48,10 +41,7 @@ func (s *Store) GateHistory(ctx context.Context, q ladder.GateHistoryQuery) ([]l
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("gate history: %w", err)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + gateColumns + ` FROM gate_decisions WHERE workspace = $1`
 	args := []any{q.Workspace}
 	add := func(cond string, v any) {

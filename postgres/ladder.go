@@ -19,7 +19,7 @@ const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, p
 func (s *Store) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
 	err := s.write(ctx, func(w *wtx) error {
 		for _, st := range states {
-			st.Version = max(st.Version, 1)
+			st = st.Initial()
 			if err := w.putState(st, `ON CONFLICT DO NOTHING`); err != nil {
 				return err
 			}
@@ -136,16 +136,7 @@ const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, a
 // commits first (and the route is not stored: ErrLaneChanged) or waits for
 // this one.
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
-	if r.ID == "" {
-		r.ID = ladder.NewID("rt")
-	}
-	if r.At.IsZero() {
-		r.At = s.now()
-	}
-	r.At = normTime(r.At)
-	if len(r.Features) == 0 {
-		r.Features = nil
-	}
+	r = r.Resolved(s.now())
 	var (
 		got     ladder.Route
 		created bool
@@ -229,9 +220,16 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// addToWeekSQL adds c to the aggregate row of (step, week, epoch), creating
-// it if needed.
-func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int, c ladder.WeekAgg) (string, []any) {
+// addToWeekSQL adds d's signed counts to its week row: an upsert when
+// d.Create is set, else an update of the row if it is there.
+func addToWeekSQL(d ladder.WeekDelta) (string, []any) {
+	k, c := d.Key, d.Counts
+	if !d.Create {
+		return `UPDATE week_aggs SET n = n + $1, agreements = agreements + $2, audit_n = audit_n + $3,
+				audit_agreements = audit_agreements + $4, sev1 = sev1 + $5, op_n = op_n + $6, op_errors = op_errors + $7
+			WHERE workspace = $8 AND queue = $9 AND step = $10 AND iso_week = $11 AND epoch = $12`,
+			[]any{c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors, k.Workspace, k.Queue, k.Step, d.Week, d.Epoch}
+	}
 	return `INSERT INTO week_aggs AS a (workspace, queue, step, iso_week, epoch, week_start,
 			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -239,38 +237,29 @@ func addToWeekSQL(k ladder.StepKey, week string, weekStart time.Time, epoch int,
 			n = a.n + excluded.n, agreements = a.agreements + excluded.agreements,
 			audit_n = a.audit_n + excluded.audit_n, audit_agreements = a.audit_agreements + excluded.audit_agreements,
 			sev1 = a.sev1 + excluded.sev1, op_n = a.op_n + excluded.op_n, op_errors = a.op_errors + excluded.op_errors`,
-		[]any{k.Workspace, k.Queue, k.Step, week, epoch, normTime(weekStart),
+		[]any{k.Workspace, k.Queue, k.Step, d.Week, d.Epoch, normTime(d.WeekStart),
 			c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors}
 }
 
 const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
 
-// RecordReview stores a review, adds it to its week's aggregate (in the
-// step's current epoch), runs the decider on the new figures and stores its
-// result, all in one transaction. The step's state row is locked (SELECT
-// ... FOR UPDATE) before anything is counted, so reviews of one step are
+// RecordReview records a review by ladder.RecordReviewTx in one
+// transaction. The step's state row is locked (LockState: SELECT ... FOR
+// UPDATE) before anything is counted, so reviews of one step are
 // serialized across every replica: each decider sees the counts of every
 // review before it, and a threshold crossed by many reviews at once yields
-// one lane change.
-//
-// The route must exist in the review's workspace (else ErrNotFound); its
-// queue, step and item are the review's. A second review of a route that is
-// not an adjudication is ErrConflict. An adjudication replaces the verdict
-// counted so far: the earlier review's contribution is subtracted from the
-// row it was added to and the adjudication's is added, so n counts the item
-// once.
-//
-// When the decider moves the lane, pin, epoch or audit rate, subscribers of
-// every replica hear of it.
+// one lane change. When the decider moves the lane, pin, epoch or audit
+// rate, subscribers of every replica hear of it. The write's defaults are
+// filled before the transaction, so an op run again keeps its ids.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
-	rv, week, weekStart := rw.Resolved(s.now())
+	rw = rw.Resolve(s.now())
 	var (
 		state  ladder.StepState
 		change *ladder.LaneChange
 	)
 	err := s.write(ctx, func(w *wtx) error {
 		var err error
-		state, change, err = w.recordReview(rv, rw, week, weekStart)
+		state, change, err = ladder.RecordReviewTx(w, rw, s.now())
 		return err
 	})
 	if err != nil {
@@ -279,116 +268,99 @@ func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder
 	return state, change, nil
 }
 
-func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week string, weekStart time.Time) (ladder.StepState, *ladder.LaneChange, error) {
-	var routeWS string
-	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = $1`, rv.RouteID).
-		Scan(&routeWS, &rv.Queue, &rv.Step, &rv.Item)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && routeWS != rv.Workspace) {
-		return ladder.StepState{}, nil, fmt.Errorf("route: %w", ladder.ErrNotFound)
-	}
-	if err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
-	state, err := w.lockState(key)
-	if err != nil {
-		return ladder.StepState{}, nil, err
-	}
+// The methods below are the SQL of ladder.ReviewTx and ladder.LaneTx. The
+// step's state row is locked first (LockState), so under it each statement
+// sees every write of the step committed before it (READ COMMITTED takes a
+// snapshot per statement).
 
-	// Under the step's lock, each statement below sees every review of the
-	// step committed before it (READ COMMITTED takes a snapshot per
-	// statement).
-	if !rv.Adjudication {
-		var n int
-		if err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = $1 AND NOT adjudication`, rv.RouteID).Scan(&n); err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		if n > 0 {
-			return ladder.StepState{}, nil, fmt.Errorf("route %s was reviewed already: %w", rv.RouteID, ladder.ErrConflict)
-		}
-	} else if err := w.uncountEarlier(rv.RouteID); err != nil {
-		return ladder.StepState{}, nil, err
-	}
+// LockState reads the step's state and locks its row until the batch
+// commits.
+func (w *wtx) LockState(k ladder.StepKey) (ladder.StepState, error) { return w.lockState(k) }
 
-	if _, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, true)`,
-		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
-		nullBytes(rv.Correction), rv.Severity, rv.OperatorError, rv.Note, rv.Adjudication, rv.Reviewer,
-		rv.At, week, state.Epoch); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	// The route is reviewed: its shadow proposals leave their key's cap.
-	if err := w.closeShadow(rv.RouteID); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	q, args := addToWeekSQL(key, week, weekStart, state.Epoch, rv.Counts())
-	if _, err := w.exec(q, args...); err != nil {
-		return ladder.StepState{}, nil, err
-	}
+// UpdateState stores st over the step's state.
+func (w *wtx) UpdateState(st ladder.StepState) error { return w.updateState(st) }
 
-	next, change, entries := state, (*ladder.LaneChange)(nil), []ladder.AuditEntry(nil)
-	if rw.Decide != nil {
-		weeks, err := w.weekAggs(key)
-		if err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		next, change, entries, err = rw.Decide(state, weeks)
-		if err != nil {
-			return ladder.StepState{}, nil, fmt.Errorf("decide: %w", err)
-		}
+// InsertLaneChange stores a lane change.
+func (w *wtx) InsertLaneChange(c ladder.LaneChange) error { return w.insertLaneChange(c) }
+
+// AppendAudit queues entries for the batch's append.
+func (w *wtx) AppendAudit(entries ...ladder.AuditEntry) error { return w.appendAudit(nil, entries...) }
+
+// StepChanged tells subscribers of every replica of the step once the batch
+// commits.
+func (w *wtx) StepChanged(k ladder.StepKey) { w.notifyStep(k) }
+
+// RouteOf returns the workspace, queue, step and item of a route.
+func (w *wtx) RouteOf(id string) (ladder.Route, error) {
+	var r ladder.Route
+	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = $1`, id).
+		Scan(&r.Workspace, &r.Queue, &r.Step, &r.Item)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ladder.Route{}, ladder.ErrNotFound
 	}
-	// The key is the step's, whatever the decider returned; the version
-	// moves on every review, since the figures behind the state moved.
-	next.Workspace, next.Queue, next.Step = key.Workspace, key.Queue, key.Step
-	next.Version = state.Version + 1
-	next.LaneSince, next.LastSev1At, next.LastAuditFailAt = normTime(next.LaneSince), normTime(next.LastSev1At), normTime(next.LastAuditFailAt)
-	next.AuditRateSince = normTime(next.AuditRateSince)
-	if err := w.updateState(next); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	if change != nil {
-		c := change.For(key, state.Lane, w.s.now())
-		if err := w.insertLaneChange(c); err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		change = &c
-	}
-	if next.Lane != state.Lane || next.Pinned != state.Pinned || next.Epoch != state.Epoch || next.AuditRate != state.AuditRate {
-		w.notifyStep(key)
-	}
-	if err := w.appendAudit(nil, append([]ladder.AuditEntry{rw.Audit}, entries...)...); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	return next, change, nil
+	return r, err
 }
 
-// uncountEarlier takes the review of the route counted so far, if any, out
-// of its aggregate row, for an adjudication to replace it.
-func (w *wtx) uncountEarlier(routeID string) error {
+// Reviewed reports whether the route has a review that is not an
+// adjudication.
+func (w *wtx) Reviewed(routeID string) (bool, error) {
+	var n int
+	err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = $1 AND NOT adjudication`, routeID).Scan(&n)
+	return n > 0, err
+}
+
+// CountedReview returns the route's review counted so far, if any.
+func (w *wtx) CountedReview(routeID string) (ladder.CountedReview, bool, error) {
 	var (
-		id, kind, verdict, week string
-		ws, queue, step         string
-		severity, epoch         int
-		opErr                   *bool
+		c             ladder.CountedReview
+		kind, verdict string
 	)
 	err := w.queryRow(`SELECT id, workspace, queue, step, kind, verdict, severity, operator_error, iso_week, epoch FROM reviews
-		WHERE route_id = $1 AND counted`, routeID).Scan(&id, &ws, &queue, &step, &kind, &verdict, &severity, &opErr, &week, &epoch)
+		WHERE route_id = $1 AND counted`, routeID).Scan(&c.Review.ID, &c.Review.Workspace, &c.Review.Queue, &c.Review.Step,
+		&kind, &verdict, &c.Review.Severity, &c.Review.OperatorError, &c.Week, &c.Epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // nothing to replace: the adjudication is the first verdict
+		return ladder.CountedReview{}, false, nil
 	}
 	if err != nil {
-		return err
+		return ladder.CountedReview{}, false, err
 	}
-	c := ladder.Review{Kind: ladder.ReviewKind(kind), Verdict: ladder.Verdict(verdict), Severity: severity, OperatorError: opErr}.Counts()
-	if _, err := w.exec(`UPDATE week_aggs SET n = n - $1, agreements = agreements - $2, audit_n = audit_n - $3,
-			audit_agreements = audit_agreements - $4, sev1 = sev1 - $5, op_n = op_n - $6, op_errors = op_errors - $7
-		WHERE workspace = $8 AND queue = $9 AND step = $10 AND iso_week = $11 AND epoch = $12`,
-		c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors, ws, queue, step, week, epoch); err != nil {
-		return err
-	}
-	_, err = w.exec(`UPDATE reviews SET counted = false WHERE id = $1`, id)
+	c.Review.Kind, c.Review.Verdict = ladder.ReviewKind(kind), ladder.Verdict(verdict)
+	return c, true, nil
+}
+
+// Uncount marks a review no longer counted.
+func (w *wtx) Uncount(reviewID string) error {
+	_, err := w.exec(`UPDATE reviews SET counted = false WHERE id = $1`, reviewID)
 	return err
 }
+
+// InsertReview stores rv, counted, in week and epoch.
+func (w *wtx) InsertReview(rv ladder.Review, week string, epoch int) error {
+	q, args := insertReviewSQL(rv, week, epoch)
+	_, err := w.exec(q, args...)
+	return err
+}
+
+func insertReviewSQL(rv ladder.Review, week string, epoch int) (string, []any) {
+	return `INSERT INTO reviews (` + reviewColumns + `, iso_week, epoch, counted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, true)`,
+		[]any{rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
+			nullBytes(rv.Correction), rv.Severity, rv.OperatorError, rv.Note, rv.Adjudication, rv.Reviewer,
+			normTime(rv.At), week, epoch}
+}
+
+// CloseShadow marks the route's shadow proposals reviewed.
+func (w *wtx) CloseShadow(routeID string) error { return w.closeShadow(routeID) }
+
+// AddToWeek adds d's signed counts to its week row.
+func (w *wtx) AddToWeek(d ladder.WeekDelta) error {
+	q, args := addToWeekSQL(d)
+	_, err := w.exec(q, args...)
+	return err
+}
+
+// WeekAggs returns the step's weekly aggregates inside the transaction.
+func (w *wtx) WeekAggs(k ladder.StepKey) ([]ladder.WeekAgg, error) { return w.weekAggs(k) }
 
 const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
 
@@ -410,52 +382,15 @@ func insertLaneChangeSQL(c ladder.LaneChange) (string, []any, error) {
 		[]any{c.ID, c.Workspace, c.Queue, c.Step, normTime(c.At), string(c.From), string(c.To), c.Rule, string(numbers), c.Actor, c.Reason}, nil
 }
 
-// SetLane applies a lane write: the step moves to w.Change.To (its current
-// lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves or the pin is set or cleared (StepState.Changed: a
-// new lane epoch, and a new promotion epoch on a move down), and w.Audit is
-// appended. With IfVersion set, a state whose version differs is
-// ErrConflict. The state row is locked for the check, so the check holds
-// across replicas. Subscribers of every replica hear of the write.
+// SetLane applies a lane write by ladder.SetLaneTx in one transaction. The
+// state row is locked for the IfVersion check, so the check holds across
+// replicas; subscribers of every replica hear of the write.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
 	var state ladder.StepState
 	err := s.write(ctx, func(w *wtx) error {
-		cur, err := w.lockState(lw.Key)
-		if err != nil {
-			return err
-		}
-		if lw.IfVersion != 0 && cur.Version != lw.IfVersion {
-			return fmt.Errorf("step state is version %d, not %d: %w", cur.Version, lw.IfVersion, ladder.ErrConflict)
-		}
-		to := lw.Change.To
-		if to == "" {
-			to = cur.Lane
-		}
-		if !to.Valid() {
-			return fmt.Errorf("invalid lane %q", to)
-		}
-		next := cur
-		next.Pinned, next.PinReason = lw.Pinned, lw.Reason
-		next.Version = cur.Version + 1
-		// A move, a pin and an unpin are each a lane change a person reads
-		// in the pack, even when the lane itself stays.
-		if to != cur.Lane || lw.Pinned != cur.Pinned {
-			c := lw.Change.For(lw.Key, cur.Lane, w.s.now())
-			c.To = to
-			if err := w.insertLaneChange(c); err != nil {
-				return err
-			}
-			next = next.Changed(to, c.At)
-		}
-		if err := w.updateState(next); err != nil {
-			return err
-		}
-		w.notifyStep(lw.Key)
-		if err := w.appendAudit(nil, lw.Audit...); err != nil {
-			return err
-		}
-		state = next
-		return nil
+		var err error
+		state, err = ladder.SetLaneTx(w, lw, s.now())
+		return err
 	})
 	if err != nil {
 		return ladder.StepState{}, fmt.Errorf("set lane: %w", err)
@@ -656,12 +591,7 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 		if err := rows.Scan(&by, &n, &fail); err != nil {
 			return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
 		}
-		switch by {
-		case ladder.HandledByAgent:
-			oc.AgentN, oc.AgentFailures = n, fail
-		case ladder.HandledByPerson:
-			oc.PersonN, oc.PersonFailures = n, fail
-		}
+		oc.Add(by, n, fail)
 	}
 	if err := rows.Err(); err != nil {
 		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
@@ -713,7 +643,7 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 
 	for _, st := range h.States {
-		st.Version = max(st.Version, 1)
+		st = st.Initial()
 		q, args, err := putStateSQL(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
 			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
 			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
@@ -727,8 +657,7 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 	for _, a := range h.Weeks {
 		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		c := a
-		q, args := addToWeekSQL(k, a.ISOWeek, a.WeekStart, a.Epoch, c)
+		q, args := addToWeekSQL(ladder.WeekDelta{Key: k, Week: a.ISOWeek, WeekStart: a.WeekStart, Epoch: a.Epoch, Counts: a, Create: true})
 		queue(fmt.Sprintf("week %s %s", a.Step, a.ISOWeek), q, args...)
 	}
 	for _, c := range h.LaneChanges {
@@ -757,11 +686,8 @@ func (w *wtx) importHistory(h ladder.History) error {
 			// review of its route, imported before it, no longer does.
 			queue("review "+rv.ID, `UPDATE reviews SET counted = false WHERE route_id = $1 AND counted`, rv.RouteID)
 		}
-		queue("review "+rv.ID, `INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, true)`,
-			rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
-			nullBytes(rv.Correction), rv.Severity, rv.OperatorError, rv.Note, rv.Adjudication, rv.Reviewer,
-			normTime(rv.At), week, epoch)
+		q, args := insertReviewSQL(rv, week, epoch)
+		queue("review "+rv.ID, q, args...)
 	}
 	for _, o := range h.Outcomes {
 		n := b.Len()

@@ -25,29 +25,21 @@ func nullable(s string) any {
 
 // approvalCols are the columns an approval is read from: its seq, its doc,
 // and whether it is pending at or past its deadline by the store's clock,
-// the query's first argument (see dueApproval).
+// the query's first argument (see ladder.DueApproval).
 const approvalCols = `seq, doc, CASE WHEN status = 'pending' AND expires_at <= ? THEN 1 ELSE 0 END`
 
-// dueApproval is an approval as read with approvalCols.
-type dueApproval struct {
-	a   ladder.Approval
-	due bool // pending, and past its deadline: a read stores the expiry first
-}
-
-func scanApproval(r scanner) (dueApproval, error) {
+func scanApproval(r scanner) (ladder.DueApproval, error) {
 	var (
-		d   dueApproval
+		d   ladder.DueApproval
 		seq int64
 		doc []byte
+		err error
 	)
-	if err := r.Scan(&seq, &doc, &d.due); err != nil {
+	if err := r.Scan(&seq, &doc, &d.Due); err != nil {
 		return d, err
 	}
-	if err := json.Unmarshal(doc, &d.a); err != nil {
-		return d, fmt.Errorf("stored approval: %w", err)
-	}
-	d.a.Seq = seq
-	return d, nil
+	d.Approval, err = ladder.DecodeApproval(seq, doc)
+	return d, err
 }
 
 // deadline is an approval's expires_at column: NULL when it never expires.
@@ -64,10 +56,7 @@ func deadline(a ladder.Approval) any {
 // a shadow record of a step is counted against a.MaxShadow likewise: the
 // single writer makes the count and the insert one step.
 func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit ladder.AuditEntry) (ladder.Approval, bool, error) {
-	a.CreatedAt, a.ExpiresAt = normTime(a.CreatedAt), normTime(a.ExpiresAt)
-	maxPending, maxShadow := a.MaxPending, a.MaxShadow
-	a.MaxPending, a.MaxShadow = 0, 0
-	shadowStep := shadowStepOf(a)
+	a, caps := a.ForCreate()
 	var (
 		got     ladder.Approval
 		created bool
@@ -78,8 +67,8 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			existing, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
 				fmtTime(now), a.Workspace, a.Capability, a.IdempotencyKey))
 			if err == nil {
-				got = existing.a
-				if existing.due {
+				got = existing.Approval
+				if existing.Due {
 					got, err = w.expireDue(got.Workspace, got.ID, now)
 				}
 				return err
@@ -90,42 +79,21 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 		}
 		b := a
 		b.Restamp(now)
-		if maxPending > 0 && b.Status == ladder.ApprovalPending {
+		if caps.CountsPending(b) {
 			var n int
 			if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)`,
 				b.Workspace, b.RequestedBy, fmtTime(now)).Scan(&n); err != nil {
 				return err
 			}
-			if n >= maxPending {
-				return fmt.Errorf("%s has %d approvals pending, at most %d: %w", b.RequestedBy, n, maxPending, ladder.ErrTooManyPending)
-			}
-		}
-		// A shadow record is open (counted against the cap) until a review
-		// names its route; one reviewed already starts closed.
-		var open any
-		if shadowStep != "" {
-			var reviewed bool
-			if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = ?)`, b.RouteID).Scan(&reviewed); err != nil {
+			if err := caps.CheckPending(b, n); err != nil {
 				return err
 			}
-			switch {
-			case reviewed && maxShadow > 0:
-				// A person handled the item and reviewed its route: a
-				// proposal now compares with nothing, and a record that
-				// never counts must not be stored without bound.
-				return fmt.Errorf("route %s of %s: %w", b.RouteID, shadowStep, ladder.ErrRouteReviewed)
-			case !reviewed:
-				open = shadowStep
-			}
-			if maxShadow > 0 && !reviewed {
-				var n int
-				if err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND open_shadow = ?`,
-					b.Workspace, b.RequestedBy, shadowStep).Scan(&n); err != nil {
-					return err
-				}
-				if n >= maxShadow {
-					return fmt.Errorf("%s has %d unreviewed shadow proposals of %s, at most %d: %w", b.RequestedBy, n, shadowStep, maxShadow, ladder.ErrTooManyShadow)
-				}
+		}
+		var open string
+		if caps.ShadowStep != "" {
+			var err error
+			if open, err = caps.OpenShadow(w, b); err != nil {
+				return err
 			}
 		}
 		doc, err := json.Marshal(b)
@@ -133,7 +101,7 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 			return err
 		}
 		res, err := w.exec(`INSERT INTO approvals (id, workspace, capability, status, requested_by, dedupe_key, expires_at, route_id, open_shadow, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), nullable(b.RouteID), open, doc)
+			b.ID, b.Workspace, b.Capability, string(b.Status), b.RequestedBy, nullable(b.IdempotencyKey), deadline(b), nullable(b.RouteID), nullable(open), doc)
 		if err != nil {
 			return err
 		}
@@ -152,14 +120,19 @@ func (s *Store) CreateApproval(ctx context.Context, a ladder.Approval, audit lad
 	return got, created, nil
 }
 
-// shadowStepOf is the open_shadow value of a shadow record of a step,
-// "queue/step", or "" for any other approval: a record without a route can
-// never be reviewed, so it is neither open nor counted.
-func shadowStepOf(a ladder.Approval) string {
-	if a.Status != ladder.ApprovalShadow || a.Step == "" || a.RouteID == "" {
-		return ""
-	}
-	return a.Queue + "/" + a.Step
+// RouteReviewed reports whether the route was reviewed (its counted
+// review).
+func (w *wtx) RouteReviewed(routeID string) (bool, error) {
+	var reviewed bool
+	err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM reviews WHERE route_id = ?)`, routeID).Scan(&reviewed)
+	return reviewed, err
+}
+
+// OpenShadows counts a key's open shadow records of a step.
+func (w *wtx) OpenShadows(workspace, requestedBy, step string) (int, error) {
+	var n int
+	err := w.queryRow(`SELECT count(*) FROM approvals WHERE workspace = ? AND requested_by = ? AND open_shadow = ?`, workspace, requestedBy, step).Scan(&n)
+	return n, err
 }
 
 // closeShadow marks the shadow records of a route reviewed, so they no
@@ -170,53 +143,43 @@ func (w *wtx) closeShadow(routeID string) error {
 }
 
 // expireDue stores the expiry of an approval that is pending and past its
-// deadline at now, with its audit record, and returns the approval as it
-// then stands (unchanged when it is not due).
+// deadline at now, with its audit record (ladder.ExpireTx), and returns the
+// approval as it then stands (unchanged when it is not due).
 func (w *wtx) expireDue(workspace, id string, now time.Time) (ladder.Approval, error) {
 	d, err := scanApproval(w.queryRow(`SELECT `+approvalCols+` FROM approvals WHERE id = ? AND workspace = ?`, fmtTime(now), id, workspace))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ladder.Approval{}, ladder.ErrNotFound
 	}
-	if err != nil || !d.due {
-		return d.a, err
+	if err != nil {
+		return ladder.Approval{}, err
 	}
-	a := d.a
-	a.Status = ladder.ApprovalExpired
+	return ladder.ExpireTx(w, d, now)
+}
+
+// StoreApproval stores a's status and document over the approval with a's
+// seq.
+func (w *wtx) StoreApproval(a ladder.Approval) error {
 	doc, err := json.Marshal(a)
 	if err != nil {
-		return ladder.Approval{}, err
+		return err
 	}
-	if _, err := w.exec(`UPDATE approvals SET status = ?, doc = ? WHERE seq = ?`, string(a.Status), doc, a.Seq); err != nil {
-		return ladder.Approval{}, err
-	}
-	e, err := ladder.ExpiryAudit(a, now)
-	if err != nil {
-		return ladder.Approval{}, err
-	}
-	_, err = w.appendAudit(e)
-	return a, err
+	_, err = w.exec(`UPDATE approvals SET status = ?, doc = ? WHERE seq = ?`, string(a.Status), doc, a.Seq)
+	return err
 }
 
 // settle returns what a read found, with each approval it found past its
 // deadline replaced by what is stored once its expiry is: expired, or the
 // decision that committed first. Reporting expired only once it is
 // committed is what keeps a reader from seeing expired and then a decision.
-func (s *Store) settle(ctx context.Context, found []dueApproval) ([]ladder.Approval, error) {
-	out := make([]ladder.Approval, len(found))
-	var due []int
-	for i, d := range found {
-		out[i] = d.a
-		if d.due {
-			due = append(due, i)
-		}
-	}
+func (s *Store) settle(ctx context.Context, found []ladder.DueApproval) ([]ladder.Approval, error) {
+	out, due := ladder.SplitDue(found)
 	if len(due) == 0 {
 		return out, nil
 	}
 	err := s.write(ctx, func(w *wtx) error {
 		now := normTime(s.now())
 		for _, i := range due {
-			a, err := w.expireDue(found[i].a.Workspace, found[i].a.ID, now)
+			a, err := w.expireDue(found[i].Approval.Workspace, found[i].Approval.ID, now)
 			if err != nil {
 				return err
 			}
@@ -236,7 +199,7 @@ func (s *Store) readApproval(ctx context.Context, query string, args ...any) (la
 	if err != nil {
 		return ladder.Approval{}, s.readErr(err)
 	}
-	out, err := s.settle(ctx, []dueApproval{d})
+	out, err := s.settle(ctx, []ladder.DueApproval{d})
 	if err != nil {
 		return ladder.Approval{}, err
 	}
@@ -265,10 +228,7 @@ func (s *Store) ApprovalByKey(ctx context.Context, workspace, capability, key st
 
 // ListApprovals returns approvals matching q, newest first.
 func (s *Store) ListApprovals(ctx context.Context, q ladder.ApprovalQuery) ([]ladder.Approval, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	now := fmtTime(s.now())
 	where, args := `workspace = ?`, []any{now, q.Workspace}
 	switch q.Status {
@@ -357,17 +317,11 @@ func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladd
 }
 
 func scanCall(r scanner) (ladder.Call, error) {
-	var (
-		c   ladder.Call
-		doc []byte
-	)
+	var doc []byte
 	if err := r.Scan(&doc); err != nil {
-		return c, err
+		return ladder.Call{}, err
 	}
-	if err := json.Unmarshal(doc, &c); err != nil {
-		return c, fmt.Errorf("stored call: %w", err)
-	}
-	return c, nil
+	return ladder.DecodeCall(doc)
 }
 
 // BeginCall records a running call, or returns the call with the same

@@ -76,10 +76,7 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	query := `SELECT ` + auditColumns + ` FROM audit WHERE (? = '' OR workspace = ?) AND (? = '' OR kind = ?)`
 	args := []any{q.Workspace, q.Workspace, q.Kind, q.Kind}
 	if q.Desc {
@@ -108,25 +105,19 @@ const walkPage = 1000
 // WalkAudit calls fn for every record with seq > afterSeq, in order,
 // stopping at the first error fn returns.
 func (s *Store) WalkAudit(ctx context.Context, afterSeq int64, fn func(ladder.AuditRecord) error) error {
-	for {
-		rows, err := s.readers.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, walkPage)
+	read := func(after int64, limit int) ([]ladder.AuditRecord, error) {
+		rows, err := s.readers.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 		if err != nil {
-			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+			return nil, fmt.Errorf("walk audit: %w", s.mapErr(err))
 		}
 		recs, err := collect(rows, scanAudit)
 		if err != nil {
-			return fmt.Errorf("walk audit: %w", s.mapErr(err))
+			return nil, fmt.Errorf("walk audit: %w", s.mapErr(err))
 		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-			afterSeq = r.Seq
-		}
-		if len(recs) < walkPage {
-			return nil
-		}
+		return recs, nil
 	}
+	// fn's own error comes back as fn returned it.
+	return ladder.WalkPages(afterSeq, walkPage, read, fn)
 }
 
 func scanAudit(r scanner) (ladder.AuditRecord, error) {

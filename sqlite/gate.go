@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/ladderhq/ladder"
@@ -13,17 +12,11 @@ const gateColumns = "seq, id, workspace, key_id, case_id, precondition_fn, actio
 // RecordGateDecision stores a gate decision and appends its audit entry in
 // the same transaction; the decision's Seq comes from the table.
 func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, audit ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
-	if d.ID == "" {
-		return ladder.GateDecisionRecord{}, errors.New("record gate decision: no id")
+	d, err := d.Resolved(s.now())
+	if err != nil {
+		return ladder.GateDecisionRecord{}, fmt.Errorf("record gate decision: %w", err)
 	}
-	if d.At.IsZero() {
-		d.At = s.now()
-	}
-	d.At = normTime(d.At)
-	if len(d.Evidence) == 0 {
-		d.Evidence = nil
-	}
-	err := s.write(ctx, func(w *wtx) error {
+	err = s.write(ctx, func(w *wtx) error {
 		res, err := w.exec(`INSERT INTO gate_decisions (`+gateColumns[len("seq, "):]+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Workspace, d.KeyID, d.Case, d.PreconditionFn, d.ActionID, d.GateState, d.ReasonCode,
 			d.R, d.C, d.O, d.Ro, d.Q, d.RepairAttempts, boolInt(d.VerifiableExt), d.HumanReadable, d.Notes,
@@ -45,10 +38,7 @@ func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRec
 
 // GateHistory returns a workspace's gate decisions matching q, newest first.
 func (s *Store) GateHistory(ctx context.Context, q ladder.GateHistoryQuery) ([]ladder.GateDecisionRecord, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := ladder.PageLimit(q.Limit)
 	// Only the filters given are spelled out, so SQLite can answer from
 	// the (workspace, …, seq) indexes instead of scanning.
 	query := `SELECT ` + gateColumns + ` FROM gate_decisions WHERE workspace = ?`

@@ -18,7 +18,7 @@ const stateColumns = "workspace, queue, step, lane, lane_since, epoch, pinned, p
 func (s *Store) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
 	err := s.write(ctx, func(w *wtx) error {
 		for _, st := range states {
-			st.Version = max(st.Version, 1)
+			st = st.Initial()
 			if err := w.putState(st, `ON CONFLICT DO NOTHING`); err != nil {
 				return err
 			}
@@ -125,16 +125,7 @@ const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, a
 // under a lane epoch that a lane change has since ended is not stored
 // (ErrLaneChanged).
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
-	if r.ID == "" {
-		r.ID = ladder.NewID("rt")
-	}
-	if r.At.IsZero() {
-		r.At = s.now()
-	}
-	r.At = normTime(r.At)
-	if len(r.Features) == 0 {
-		r.Features = nil
-	}
+	r = r.Resolved(s.now())
 	var (
 		got     ladder.Route
 		created bool
@@ -222,8 +213,17 @@ func scanRoute(r scanner) (ladder.Route, error) {
 	return rt, nil
 }
 
-// addToWeek adds c times sign to the aggregate row of (step, week, epoch).
-func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c ladder.WeekAgg, sign int) error {
+// AddToWeek adds d's signed counts to its week row, creating the row only
+// when d.Create is set.
+func (w *wtx) AddToWeek(d ladder.WeekDelta) error {
+	k, c := d.Key, d.Counts
+	if !d.Create {
+		_, err := w.exec(`UPDATE week_aggs SET n = n + ?, agreements = agreements + ?, audit_n = audit_n + ?,
+				audit_agreements = audit_agreements + ?, sev1 = sev1 + ?, op_n = op_n + ?, op_errors = op_errors + ?
+			WHERE workspace = ? AND queue = ? AND step = ? AND iso_week = ? AND epoch = ?`,
+			c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors, k.Workspace, k.Queue, k.Step, d.Week, d.Epoch)
+		return err
+	}
 	_, err := w.exec(`INSERT INTO week_aggs (workspace, queue, step, iso_week, epoch, week_start,
 			n, agreements, audit_n, audit_agreements, sev1, op_n, op_errors)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -231,34 +231,27 @@ func (w *wtx) addToWeek(k ladder.StepKey, week, weekStart string, epoch int, c l
 			n = n + excluded.n, agreements = agreements + excluded.agreements,
 			audit_n = audit_n + excluded.audit_n, audit_agreements = audit_agreements + excluded.audit_agreements,
 			sev1 = sev1 + excluded.sev1, op_n = op_n + excluded.op_n, op_errors = op_errors + excluded.op_errors`,
-		k.Workspace, k.Queue, k.Step, week, epoch, weekStart,
-		sign*c.N, sign*c.Agreements, sign*c.AuditN, sign*c.AuditAgree, sign*c.Sev1, sign*c.OpN, sign*c.OpErrors)
+		k.Workspace, k.Queue, k.Step, d.Week, d.Epoch, fmtTime(d.WeekStart),
+		c.N, c.Agreements, c.AuditN, c.AuditAgree, c.Sev1, c.OpN, c.OpErrors)
 	return err
 }
 
 const reviewColumns = "id, route_id, workspace, queue, step, item, kind, verdict, correction, severity, operator_error, note, adjudication, reviewer, at"
 
-// RecordReview stores a review, adds it to its week's aggregate (in the
-// step's current epoch), runs the decider on the new figures and stores its
-// result, all in one transaction of the one writer: concurrent reviews see
-// each other's counts, so a threshold crossed by many reviews at once yields
-// one lane change.
-//
-// The route must exist in the review's workspace (else ErrNotFound); its
-// queue, step and item are the review's. A second review of a route that is
-// not an adjudication is ErrConflict. An adjudication replaces the verdict
-// counted so far: the earlier review's contribution is subtracted from the
-// row it was added to and the adjudication's is added, so n counts the item
-// once.
+// RecordReview records a review by ladder.RecordReviewTx in one
+// transaction of the one writer: concurrent reviews see each other's
+// counts, so a threshold crossed by many reviews at once yields one lane
+// change. The write's defaults are filled before the transaction, so an op
+// run again keeps its ids.
 func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder.StepState, *ladder.LaneChange, error) {
-	rv, week, weekStart := rw.Resolved(s.now())
+	rw = rw.Resolve(s.now())
 	var (
 		state  ladder.StepState
 		change *ladder.LaneChange
 	)
 	err := s.write(ctx, func(w *wtx) error {
 		var err error
-		state, change, err = w.recordReview(rv, rw, week, fmtTime(weekStart))
+		state, change, err = ladder.RecordReviewTx(w, rw, s.now())
 		return err
 	})
 	if err != nil {
@@ -267,114 +260,95 @@ func (s *Store) RecordReview(ctx context.Context, rw ladder.ReviewWrite) (ladder
 	return state, change, nil
 }
 
-func (w *wtx) recordReview(rv ladder.Review, rw ladder.ReviewWrite, week, weekStart string) (ladder.StepState, *ladder.LaneChange, error) {
-	var routeWS string
-	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = ?`, rv.RouteID).
-		Scan(&routeWS, &rv.Queue, &rv.Step, &rv.Item)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && routeWS != rv.Workspace) {
-		return ladder.StepState{}, nil, fmt.Errorf("route: %w", ladder.ErrNotFound)
+// The methods below are the SQL of ladder.ReviewTx and ladder.LaneTx.
+
+// LockState returns the step's state. The one writer serializes every
+// write, so reading it is holding it.
+func (w *wtx) LockState(k ladder.StepKey) (ladder.StepState, error) { return w.getState(k) }
+
+// UpdateState stores st over the step's state.
+func (w *wtx) UpdateState(st ladder.StepState) error { return w.updateState(st) }
+
+// InsertLaneChange stores a lane change.
+func (w *wtx) InsertLaneChange(c ladder.LaneChange) error { return w.insertLaneChange(c, "") }
+
+// AppendAudit appends entries in the transaction.
+func (w *wtx) AppendAudit(entries ...ladder.AuditEntry) error {
+	_, err := w.appendAudit(entries...)
+	return err
+}
+
+// StepChanged does nothing: an embedded store has no subscribers to tell.
+func (w *wtx) StepChanged(ladder.StepKey) {}
+
+// RouteOf returns the workspace, queue, step and item of a route.
+func (w *wtx) RouteOf(id string) (ladder.Route, error) {
+	var r ladder.Route
+	err := w.queryRow(`SELECT workspace, queue, step, item FROM routes WHERE id = ?`, id).
+		Scan(&r.Workspace, &r.Queue, &r.Step, &r.Item)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ladder.Route{}, ladder.ErrNotFound
+	}
+	return r, err
+}
+
+// Reviewed reports whether the route has a review that is not an
+// adjudication.
+func (w *wtx) Reviewed(routeID string) (bool, error) {
+	var n int
+	err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = ? AND adjudication = 0`, routeID).Scan(&n)
+	return n > 0, err
+}
+
+// CountedReview returns the route's review counted so far, if any.
+func (w *wtx) CountedReview(routeID string) (ladder.CountedReview, bool, error) {
+	var (
+		c             ladder.CountedReview
+		kind, verdict string
+		opErr         sql.NullInt64
+	)
+	err := w.queryRow(`SELECT id, workspace, queue, step, kind, verdict, severity, operator_error, iso_week, epoch FROM reviews
+		WHERE route_id = ? AND counted = 1`, routeID).Scan(&c.Review.ID, &c.Review.Workspace, &c.Review.Queue, &c.Review.Step,
+		&kind, &verdict, &c.Review.Severity, &opErr, &c.Week, &c.Epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ladder.CountedReview{}, false, nil
 	}
 	if err != nil {
-		return ladder.StepState{}, nil, err
+		return ladder.CountedReview{}, false, err
 	}
-	key := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
-	state, err := w.getState(key)
-	if err != nil {
-		return ladder.StepState{}, nil, err
+	c.Review.Kind, c.Review.Verdict = ladder.ReviewKind(kind), ladder.Verdict(verdict)
+	if opErr.Valid {
+		b := opErr.Int64 != 0
+		c.Review.OperatorError = &b
 	}
+	return c, true, nil
+}
 
-	if !rv.Adjudication {
-		var n int
-		if err := w.queryRow(`SELECT COUNT(*) FROM reviews WHERE route_id = ? AND adjudication = 0`, rv.RouteID).Scan(&n); err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		if n > 0 {
-			return ladder.StepState{}, nil, fmt.Errorf("route %s was reviewed already: %w", rv.RouteID, ladder.ErrConflict)
-		}
-	} else if err := w.uncountEarlier(key, rv.RouteID); err != nil {
-		return ladder.StepState{}, nil, err
-	}
+// Uncount marks a review no longer counted.
+func (w *wtx) Uncount(reviewID string) error {
+	_, err := w.exec(`UPDATE reviews SET counted = 0 WHERE id = ?`, reviewID)
+	return err
+}
 
+// InsertReview stores rv, counted, in week and epoch.
+func (w *wtx) InsertReview(rv ladder.Review, week string, epoch int) error {
 	var opErr any
 	if rv.OperatorError != nil {
 		opErr = boolInt(*rv.OperatorError)
 	}
-	if _, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
+	_, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
 		nullBytes(rv.Correction), rv.Severity, opErr, rv.Note, boolInt(rv.Adjudication), rv.Reviewer,
-		fmtTime(rv.At), week, state.Epoch); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	// The route is reviewed: its shadow proposals leave their key's cap.
-	if err := w.closeShadow(rv.RouteID); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	c := rv.Counts()
-	if err := w.addToWeek(key, week, weekStart, state.Epoch, c, 1); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-
-	next, change, entries := state, (*ladder.LaneChange)(nil), []ladder.AuditEntry(nil)
-	if rw.Decide != nil {
-		weeks, err := w.weekAggs(key)
-		if err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		next, change, entries, err = rw.Decide(state, weeks)
-		if err != nil {
-			return ladder.StepState{}, nil, fmt.Errorf("decide: %w", err)
-		}
-	}
-	// The key is the step's, whatever the decider returned; the version
-	// moves on every review, since the figures behind the state moved.
-	next.Workspace, next.Queue, next.Step = key.Workspace, key.Queue, key.Step
-	next.Version = state.Version + 1
-	next.LaneSince, next.LastSev1At, next.LastAuditFailAt = normTime(next.LaneSince), normTime(next.LastSev1At), normTime(next.LastAuditFailAt)
-	if err := w.updateState(next); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	if change != nil {
-		c := change.For(key, state.Lane, w.s.now())
-		if err := w.insertLaneChange(c, ""); err != nil {
-			return ladder.StepState{}, nil, err
-		}
-		change = &c
-	}
-	if _, err := w.appendAudit(append([]ladder.AuditEntry{rw.Audit}, entries...)...); err != nil {
-		return ladder.StepState{}, nil, err
-	}
-	return next, change, nil
-}
-
-// uncountEarlier takes the review of the route counted so far, if any, out
-// of its aggregate row, for an adjudication to replace it.
-func (w *wtx) uncountEarlier(key ladder.StepKey, routeID string) error {
-	var (
-		id, kind, verdict, week string
-		severity, epoch         int
-		opErr                   sql.NullInt64
-	)
-	err := w.queryRow(`SELECT id, kind, verdict, severity, operator_error, iso_week, epoch FROM reviews
-		WHERE route_id = ? AND counted = 1`, routeID).Scan(&id, &kind, &verdict, &severity, &opErr, &week, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // nothing to replace: the adjudication is the first verdict
-	}
-	if err != nil {
-		return err
-	}
-	var op *bool
-	if opErr.Valid {
-		b := opErr.Int64 != 0
-		op = &b
-	}
-	c := ladder.Review{Kind: ladder.ReviewKind(kind), Verdict: ladder.Verdict(verdict), Severity: severity, OperatorError: op}.Counts()
-	if err := w.addToWeek(key, week, "", epoch, c, -1); err != nil {
-		return err
-	}
-	_, err = w.exec(`UPDATE reviews SET counted = 0 WHERE id = ?`, id)
+		fmtTime(rv.At), week, epoch)
 	return err
 }
+
+// CloseShadow marks the route's shadow proposals reviewed.
+func (w *wtx) CloseShadow(routeID string) error { return w.closeShadow(routeID) }
+
+// WeekAggs returns the step's weekly aggregates inside the transaction.
+func (w *wtx) WeekAggs(k ladder.StepKey) ([]ladder.WeekAgg, error) { return w.weekAggs(k) }
 
 const laneChangeColumns = "id, workspace, queue, step, at, from_lane, to_lane, rule, numbers, actor, reason"
 
@@ -388,50 +362,14 @@ func (w *wtx) insertLaneChange(c ladder.LaneChange, onConflict string) error {
 	return err
 }
 
-// SetLane applies a lane write: the step moves to w.Change.To (its current
-// lane when empty), its pin and reason are set, the lane change is recorded
-// when the lane moves or the pin changes (StepState.Changed: a new lane
-// epoch, and a new promotion epoch on a move down), and w.Audit is
-// appended. With IfVersion set, a state whose version differs is
-// ErrConflict.
+// SetLane applies a lane write by ladder.SetLaneTx in one transaction of
+// the one writer, which serializes it with every other write of the step.
 func (s *Store) SetLane(ctx context.Context, lw ladder.LaneWrite) (ladder.StepState, error) {
 	var state ladder.StepState
 	err := s.write(ctx, func(w *wtx) error {
-		cur, err := w.getState(lw.Key)
-		if err != nil {
-			return err
-		}
-		if lw.IfVersion != 0 && cur.Version != lw.IfVersion {
-			return fmt.Errorf("step state is version %d, not %d: %w", cur.Version, lw.IfVersion, ladder.ErrConflict)
-		}
-		to := lw.Change.To
-		if to == "" {
-			to = cur.Lane
-		}
-		if !to.Valid() {
-			return fmt.Errorf("invalid lane %q", to)
-		}
-		next := cur
-		next.Pinned, next.PinReason = lw.Pinned, lw.Reason
-		next.Version = cur.Version + 1
-		// A move, a pin and an unpin are each a lane change a person reads
-		// in the pack, even when the lane itself stays.
-		if to != cur.Lane || lw.Pinned != cur.Pinned {
-			c := lw.Change.For(lw.Key, cur.Lane, w.s.now())
-			c.To = to
-			if err := w.insertLaneChange(c, ""); err != nil {
-				return err
-			}
-			next = next.Changed(to, c.At)
-		}
-		if err := w.updateState(next); err != nil {
-			return err
-		}
-		if _, err := w.appendAudit(lw.Audit...); err != nil {
-			return err
-		}
-		state = next
-		return nil
+		var err error
+		state, err = ladder.SetLaneTx(w, lw, s.now())
+		return err
 	})
 	if err != nil {
 		return ladder.StepState{}, fmt.Errorf("set lane: %w", err)
@@ -621,12 +559,7 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 		if err := rows.Scan(&by, &n, &fail); err != nil {
 			return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
 		}
-		switch by {
-		case ladder.HandledByAgent:
-			oc.AgentN, oc.AgentFailures = n, fail
-		case ladder.HandledByPerson:
-			oc.PersonN, oc.PersonFailures = n, fail
-		}
+		oc.Add(by, n, fail)
 	}
 	if err := rows.Err(); err != nil {
 		return ladder.OutcomeCounts{}, fmt.Errorf("outcome counts: %w", s.mapErr(err))
@@ -650,7 +583,7 @@ func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
 func (w *wtx) importHistory(h ladder.History) error {
 	epochs := map[ladder.StepKey]int{}
 	for _, st := range h.States {
-		st.Version = max(st.Version, 1)
+		st = st.Initial()
 		if err := w.putState(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
 			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
 			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
@@ -663,8 +596,8 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 	for _, a := range h.Weeks {
 		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		c := a
-		if err := w.addToWeek(k, a.ISOWeek, fmtTime(a.WeekStart), a.Epoch, c, 1); err != nil {
+		d := ladder.WeekDelta{Key: k, Week: a.ISOWeek, WeekStart: a.WeekStart, Epoch: a.Epoch, Counts: a, Create: true}
+		if err := w.AddToWeek(d); err != nil {
 			return fmt.Errorf("week %s %s: %w", a.Step, a.ISOWeek, err)
 		}
 	}
@@ -719,11 +652,6 @@ func (w *wtx) importReview(rv ladder.Review, epochs map[ladder.StepKey]int) erro
 		}
 		epochs[k] = epoch
 	}
-	var opErr any
-	if rv.OperatorError != nil {
-		opErr = boolInt(*rv.OperatorError)
-	}
-	counted := 1
 	if rv.Adjudication {
 		// The adjudication is the verdict that counts; the earlier review
 		// of its route, imported before it, no longer does.
@@ -731,10 +659,5 @@ func (w *wtx) importReview(rv ladder.Review, epochs map[ladder.StepKey]int) erro
 			return err
 		}
 	}
-	_, err := w.exec(`INSERT INTO reviews (`+reviewColumns+`, iso_week, epoch, counted)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		rv.ID, rv.RouteID, rv.Workspace, rv.Queue, rv.Step, rv.Item, string(rv.Kind), string(rv.Verdict),
-		nullBytes(rv.Correction), rv.Severity, opErr, rv.Note, boolInt(rv.Adjudication), rv.Reviewer,
-		fmtTime(rv.At), week, epoch, counted)
-	return err
+	return w.InsertReview(rv, week, epoch)
 }
