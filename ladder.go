@@ -282,6 +282,10 @@ type LaneChange struct {
 	Reason    string             `json:"reason,omitempty"`
 }
 
+// Sev1 reports whether the review is a severity-1 error: a disagreement
+// of severity 1.
+func (r Review) Sev1() bool { return r.Verdict == VerdictDisagree && r.Severity == 1 }
+
 // Counts returns what one review adds to its week's aggregate row: one
 // item, an agreement or not, an audit when it audited, a severity-1 error
 // when it disagreed at severity 1, and an operator-error sample when the
@@ -298,7 +302,7 @@ func (r Review) Counts() WeekAgg {
 			c.AuditAgree = 1
 		}
 	}
-	if r.Severity == 1 && !agree {
+	if r.Sev1() {
 		c.Sev1 = 1
 	}
 	if r.OperatorError != nil {

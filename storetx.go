@@ -53,6 +53,9 @@ type ReviewTx interface {
 	// WeekAggs returns the step's weekly aggregates, as
 	// LadderStore.WeekAggs does, inside the transaction.
 	WeekAggs(k StepKey) ([]WeekAgg, error)
+	// LastSev1 returns the time of the step's latest counted severity-1
+	// disagreement, or the zero time when none is counted.
+	LastSev1(k StepKey) (time.Time, error)
 }
 
 // CountedReview is a stored review as counted in a week row: the fields
@@ -158,8 +161,20 @@ func RecordReviewTx(tx ReviewTx, rw ReviewWrite, now time.Time) (StepState, *Lan
 		if reviewed {
 			return StepState{}, nil, fmt.Errorf("route %s was reviewed already: %w", rv.RouteID, ErrConflict)
 		}
-	} else if err := uncountEarlier(tx, rv.RouteID); err != nil {
-		return StepState{}, nil, fmt.Errorf("replace earlier review: %w", err)
+	} else {
+		earlier, ok, err := uncountEarlier(tx, rv.RouteID)
+		if err != nil {
+			return StepState{}, nil, fmt.Errorf("replace earlier review: %w", err)
+		}
+		// An adjudication replaces the verdict it overrules in every rule
+		// (DESIGN.md §4): an overruled severity-1 disagreement no longer
+		// holds the step's severity-1 clock, which falls back to the
+		// latest one still counted.
+		if ok && earlier.Review.Sev1() {
+			if state.LastSev1At, err = tx.LastSev1(key); err != nil {
+				return StepState{}, nil, fmt.Errorf("last severity-1 error: %w", err)
+			}
+		}
 	}
 
 	if err := tx.InsertReview(rv, week, state.Epoch); err != nil {
@@ -209,16 +224,16 @@ func RecordReviewTx(tx ReviewTx, rw ReviewWrite, now time.Time) (StepState, *Lan
 }
 
 // uncountEarlier takes the route's review counted so far, if any, out of
-// its week row, for an adjudication to replace it.
-func uncountEarlier(tx ReviewTx, routeID string) error {
+// its week row, for an adjudication to replace it, and returns it.
+func uncountEarlier(tx ReviewTx, routeID string) (CountedReview, bool, error) {
 	c, ok, err := tx.CountedReview(routeID)
 	if err != nil || !ok {
-		return err // without one, the adjudication is the first verdict
+		return c, false, err // without one, the adjudication is the first verdict
 	}
 	if err := tx.AddToWeek(UncountDelta(c)); err != nil {
-		return err
+		return c, false, err
 	}
-	return tx.Uncount(c.Review.ID)
+	return c, true, tx.Uncount(c.Review.ID)
 }
 
 // LaneMove is what a lane write does to a step in state cur: its next

@@ -112,6 +112,16 @@ func (f *fakeTx) CountedReview(routeID string) (ladder.CountedReview, bool, erro
 	return ladder.CountedReview{}, false, nil
 }
 
+func (f *fakeTx) LastSev1(k ladder.StepKey) (time.Time, error) {
+	var last time.Time
+	for _, s := range f.reviews {
+		if s.counted && s.rv.Sev1() && s.rv.Workspace == k.Workspace && s.rv.Queue == k.Queue && s.rv.Step == k.Step && s.rv.At.After(last) {
+			last = s.rv.At
+		}
+	}
+	return last, f.fail("LastSev1")
+}
+
 func (f *fakeTx) Uncount(id string) error {
 	for i := range f.reviews {
 		if f.reviews[i].rv.ID == id {

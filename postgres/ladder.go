@@ -328,6 +328,17 @@ func (w *wtx) CountedReview(routeID string) (ladder.CountedReview, bool, error) 
 	return c, true, nil
 }
 
+// LastSev1 returns the time of the step's latest counted severity-1
+// disagreement, or the zero time.
+func (w *wtx) LastSev1(k ladder.StepKey) (time.Time, error) {
+	var at *time.Time
+	if err := w.queryRow(`SELECT MAX(at) FROM reviews WHERE workspace = $1 AND queue = $2 AND step = $3
+		AND counted AND verdict = 'disagree' AND severity = 1`, k.Workspace, k.Queue, k.Step).Scan(&at); err != nil || at == nil {
+		return time.Time{}, err
+	}
+	return ladder.NormTime(*at), nil
+}
+
 // Uncount marks a review no longer counted.
 func (w *wtx) Uncount(reviewID string) error {
 	_, err := w.exec(`UPDATE reviews SET counted = false WHERE id = $1`, reviewID)

@@ -256,7 +256,7 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 func (s *Service) applyRules(st ladder.Step, th ladder.Thresholds, state ladder.StepState, weeks []ladder.WeekAgg, oc ladder.OutcomeCounts, rv ladder.Review, actor string) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
 	now := rv.At
 	failed := rv.Verdict == ladder.VerdictDisagree
-	if failed && rv.Severity == 1 {
+	if rv.Sev1() {
 		state.LastSev1At = now
 	}
 	// An audit is a review of an item routed in auto (its kind comes from

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -89,5 +90,50 @@ func TestFailedAuditDoublesRateInAnyLane(t *testing.T) {
 	}
 	if after.LastAuditFailAt.IsZero() {
 		t.Error("the failed audit is not recorded as the step's last audit failure")
+	}
+}
+
+// TestAdjudicatedSev1NoLongerBlocksAuto: a severity-1 disagreement
+// adjudicated to agree is replaced in every rule, so it no longer holds
+// propose → auto's "no severity-1 error in 2 weeks".
+func TestAdjudicatedSev1NoLongerBlocksAuto(t *testing.T) {
+	s := newDemoService(t)
+	ctx := context.Background()
+	sev1Need := func() ladder.Requirement {
+		t.Helper()
+		pack, err := s.Evidence(ctx, "vantrow-bills", "bills", "match_load")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pack.NextMove == nil {
+			t.Fatalf("match_load has no next move: %+v", pack)
+		}
+		return pack.NextMove.Needs["days_since_severity_1"]
+	}
+	// Agreements first, so one disagreement does not demote the step.
+	for i := range 10 {
+		r, err := s.Route(ctx, demoAgent, ladder.RouteRequest{Step: "match_load", Item: fmt.Sprintf("B-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Review(ctx, demoHuman, r.ID, ladder.ReviewRequest{Verdict: "agree"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := s.Route(ctx, demoAgent, ladder.RouteRequest{Step: "match_load", Item: "B-99"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Review(ctx, demoHuman, rt.ID, ladder.ReviewRequest{Verdict: "disagree", Severity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if need := sev1Need(); need.Met {
+		t.Fatalf("right after a severity-1 error the clean-weeks need is met: %+v", need)
+	}
+	if _, err := s.Review(ctx, demoHuman, rt.ID, ladder.ReviewRequest{Verdict: "agree", Adjudication: true}); err != nil {
+		t.Fatal(err)
+	}
+	if need := sev1Need(); !need.Met || need.Have != nil {
+		t.Errorf("after the error was adjudicated to agree, days_since_severity_1 is %+v; want met with no error on record", need)
 	}
 }

@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"time"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -322,6 +324,17 @@ func (w *wtx) CountedReview(routeID string) (ladder.CountedReview, bool, error) 
 		c.Review.OperatorError = &b
 	}
 	return c, true, nil
+}
+
+// LastSev1 returns the time of the step's latest counted severity-1
+// disagreement, or the zero time.
+func (w *wtx) LastSev1(k ladder.StepKey) (time.Time, error) {
+	var at sql.NullString
+	if err := w.queryRow(`SELECT MAX(at) FROM reviews WHERE workspace = ? AND queue = ? AND step = ?
+		AND counted = 1 AND verdict = 'disagree' AND severity = 1`, k.Workspace, k.Queue, k.Step).Scan(&at); err != nil || !at.Valid {
+		return time.Time{}, err
+	}
+	return parseTime(at.String)
 }
 
 // Uncount marks a review no longer counted.

@@ -473,3 +473,58 @@ func testOutcomes(t *testing.T, s ladder.Store) {
 	}
 	wantAuditKinds(t, s, map[string]int{ladder.AuditOutcome: 13})
 }
+
+// testAdjudicationSev1Clock: an adjudication replaces the verdict it
+// overrules in every rule (DESIGN.md §4), so an overruled severity-1
+// disagreement no longer holds the step's severity-1 clock: the clock the
+// decider sees falls back to the latest severity-1 error still counted, or
+// to none.
+func testAdjudicationSev1Clock(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	routes := setupRoutes(t, s, ladder.LanePropose, 3)
+	// The decider sets the clock as the service does, and records what it
+	// was shown.
+	var shown []time.Time
+	sev1Clock := func(at time.Time, sev1 bool) ladder.ReviewDecider {
+		return func(st ladder.StepState, _ []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+			shown = append(shown, st.LastSev1At)
+			if sev1 {
+				st.LastSev1At = at
+			}
+			return st, nil, nil, nil
+		}
+	}
+	sev1 := func(id string, r ladder.Route, at time.Time, adjudication bool) ladder.ReviewWrite {
+		w := review(t, id, r, at, ladder.ReviewApproval, ladder.VerdictDisagree, sev1Clock(at, true))
+		w.Review.Severity, w.Review.Adjudication = 1, adjudication
+		return w
+	}
+	agree := func(id string, r ladder.Route, at time.Time) ladder.ReviewWrite {
+		w := review(t, id, r, at, ladder.ReviewApproval, ladder.VerdictAgree, sev1Clock(at, false))
+		w.Review.Adjudication = true
+		return w
+	}
+	t1, t2 := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	must2(s.RecordReview(ctx, sev1("rv_a", routes[0], t1, false)))
+	st, _ := must2(s.RecordReview(ctx, sev1("rv_b", routes[1], t2, false)))
+	if !st.LastSev1At.Equal(t2) {
+		t.Fatalf("clock after two severity-1 errors: %v, want %v", st.LastSev1At, t2)
+	}
+	// Overruling the later one leaves the earlier one's time.
+	st, _ = must2(s.RecordReview(ctx, agree("rv_b_adj", routes[1], t2.Add(time.Hour))))
+	if !st.LastSev1At.Equal(t1) || !shown[len(shown)-1].Equal(t1) {
+		t.Errorf("clock after overruling the later error: stored %v, decider shown %v; want %v", st.LastSev1At, shown[len(shown)-1], t1)
+	}
+	// Overruling the other leaves none.
+	st, _ = must2(s.RecordReview(ctx, agree("rv_a_adj", routes[0], t2.Add(2*time.Hour))))
+	if !st.LastSev1At.IsZero() || !shown[len(shown)-1].IsZero() {
+		t.Errorf("clock after overruling every error: stored %v, decider shown %v; want none", st.LastSev1At, shown[len(shown)-1])
+	}
+	// Overruling an agreement with a severity-1 error starts it again, and
+	// overruling a verdict that was not severity 1 leaves it alone.
+	st, _ = must2(s.RecordReview(ctx, agree("rv_c", routes[2], t2.Add(3*time.Hour))))
+	st, _ = must2(s.RecordReview(ctx, sev1("rv_c_adj", routes[2], t2.Add(4*time.Hour), true)))
+	if !st.LastSev1At.Equal(t2.Add(4 * time.Hour)) {
+		t.Errorf("clock after an adjudication to a severity-1 error: %v, want %v", st.LastSev1At, t2.Add(4*time.Hour))
+	}
+}

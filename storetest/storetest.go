@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 		{"ReviewConcurrentConflict", testReviewConcurrentConflict},
 		{"ReviewScope", testReviewScope},
 		{"ReviewDeciderError", testReviewDeciderError},
+		{"AdjudicationSev1Clock", testAdjudicationSev1Clock},
 		{"ReviewPromotionOnce", testPromotionOnce},
 		{"ReviewEpochAfterDemotion", testEpoch},
 		{"SetLane", testSetLane},
