@@ -476,7 +476,7 @@ func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Cap
 		bound[field], _ = gate.BoundValue(v)
 	}
 	sum := sha256.Sum256(canonical)
-	return s.authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
+	return s.authorize(ctx, p, AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, false, bound, hex.EncodeToString(sum[:]))
 }
 
 // held answers a call the evidence gate did not pass: nothing runs. A
@@ -484,7 +484,7 @@ func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Cap
 // (and approve only once the evidence passes); evidence that names another
 // action leaves none, since no verdict on it can ever authorize this one.
 func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approval, g GateResult, res CallResult) error {
-	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
+	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "authorized": false, "Q": g.Q,
 		"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "route_id": res.RouteID}
 	hint := "nothing ran; improve the evidence (list_precondition_functions shows what counts)"
 	if g.ReasonCode == gate.ReasonEvidenceNotBound {

@@ -160,17 +160,19 @@ func GateResultOf(d ladder.GateDecisionRecord) GateResult {
 // returned.
 //
 // Refusals: UNKNOWN_CASE and UNKNOWN_FUNCTION (the hint lists the valid
-// names), EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
+// names), INVALID_ARGUMENT naming evidence when none was sent,
+// EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
 // commit a person always makes — that refusal is recorded too, and carries
 // its decision_id.
 func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest) (GateResult, error) {
-	return s.authorize(ctx, p, req, nil, "")
+	return s.authorize(ctx, p, req, true, nil, "")
 }
 
 // authorize is Authorize for an action: bound holds the evidence fields
 // that must name what the action acts on (gate.AuthorizeBound), and
-// payloadHash, recorded with the decision, the action's payload.
-func (s *Service) authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest, bound map[string]string, payloadHash string) (GateResult, error) {
+// payloadHash, recorded with the decision, the action's payload. With
+// needEvidence, absent evidence is refused rather than scored.
+func (s *Service) authorize(ctx context.Context, p ladder.Principal, req AuthorizeRequest, needEvidence bool, bound map[string]string, payloadHash string) (GateResult, error) {
 	g := s.gateOf(p.Workspace)
 	valid := caseIDs(g)
 	if req.Case == "" || g == nil {
@@ -182,7 +184,14 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 	}
 	d, err := g.AuthorizeBound(req.Case, req.PreconditionFn, ev, bound)
 	var le *gate.LookupError
+	var ee *gate.EvidenceError
 	switch {
+	case needEvidence && absent(req.Evidence) && (err == nil || errors.As(err, &ee)):
+		// Absent evidence is a caller's mistake, not empty evidence (which
+		// {} sends): scoring it would record an ESCALATE nobody asked for.
+		// Checked after the lookup, so a bad case or function is named first.
+		return GateResult{}, ladder.InvalidField("evidence", "The evidence field is missing; authorize scores the evidence sent for the commit.",
+			"send evidence as an object whose fields are the evidence_schema properties list_precondition_functions shows ({} sends no evidence)")
 	case err == nil:
 	case errors.As(err, &le) && errors.Is(err, gate.ErrBypassToHuman):
 		// The refusal is a decision too: record it under the name asked.
@@ -194,7 +203,8 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 		return GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
 			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s)", le.Name, le.Case, rec.ReasonCode, rec.ID),
 			Hint:    "do not perform this action; ask a person to make this commit. To see what evidence can authorize, call list_precondition_functions",
-			Data:    map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false}}
+			Data: map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false,
+				"action_id": rec.ActionID, "at": rec.At}}
 	case errors.As(err, &le) && errors.Is(err, gate.ErrUnknownCase):
 		return GateResult{}, unknownCase(req.Case, valid)
 	case errors.As(err, &le):
@@ -206,7 +216,6 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects; valid precondition_fn values: %s", req.Case, strings.Join(le.Valid, ", ")),
 			Data: map[string]any{"field": "precondition_fn", "valid": le.Valid}}
 	default:
-		var ee *gate.EvidenceError
 		if errors.As(err, &ee) {
 			field := "evidence"
 			if ee.Field != "" {
@@ -223,6 +232,12 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 		return GateResult{}, err
 	}
 	return GateResultOf(rec), nil
+}
+
+// absent reports whether no evidence was sent (no field, or null).
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
 }
 
 // decodeEvidence reads the evidence object; anything but an object (or
