@@ -151,6 +151,11 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 			return a, argError(f, "is required", fmt.Sprintf("send the %s this call is for; the tool's input schema lists the scope fields", f))
 		}
 	}
+	if _, ok := a.payload[argEvidence]; ok && c.Gate != nil {
+		// Evidence has one place, the evidence argument the gate scores;
+		// inside the payload it would reach the upstream unscored.
+		return a, argError("payload.evidence", "is not a payload field: evidence goes in the evidence argument, beside the payload", fmt.Sprintf("send the evidence for %s/%s once, as the top-level evidence argument", c.Gate.Case, c.Gate.Fn))
+	}
 	if c.Gate != nil && len(a.evidence) == 0 {
 		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call list_precondition_functions with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
 	}
