@@ -391,7 +391,7 @@ func TestSeed003Review(t *testing.T) {
 			want []string
 		}{
 			{"unknown case", ev{"case": "ai_investments", "precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"ai_investments", "call list_precondition_functions", "valid cases: ai_investment"}},
-			{"missing case", ev{"precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"case is required", "valid cases: ai_investment"}},
+			{"missing case", ev{"precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"The case field is required", "valid cases: ai_investment"}},
 			{"unknown function", ev{"case": "ai_investment", "precondition_fn": "score_team", "evidence": ev{}}, []string{"score_team", "call list_precondition_functions", "score_invest_governance, score_landing_level"}},
 			{"bypass_to_human commit", ev{"case": "ai_investment", "precondition_fn": "team_capability", "evidence": ev{}}, []string{"A person must decide", "do not perform this action"}},
 			{"evidence field", ev{"case": "ai_investment", "precondition_fn": "score_invest_governance", "evidence": ev{"safety_certified": 1}}, []string{"safety_certified", "fix evidence.safety_certified", "list_precondition_functions"}},

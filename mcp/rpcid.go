@@ -34,7 +34,7 @@ func checkID(id json.RawMessage) *ladder.Error {
 		return nil
 	}
 	refuse := func(format string, args ...any) *ladder.Error {
-		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT",
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The request id would not come back unchanged.",
 			Hint:    "id: " + fmt.Sprintf(format, args...),
 			RPCCode: jsonrpc.CodeInvalidRequest, Data: map[string]any{"field": "id"}}
 	}

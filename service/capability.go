@@ -86,7 +86,7 @@ type capabilityArgs struct {
 }
 
 func argError(field, msg, hint string) *ladder.Error {
-	return ladder.InvalidField(field, field+": "+msg, hint)
+	return ladder.InvalidField(field, fmt.Sprintf("The argument %s %s.", field, msg), hint)
 }
 
 // splitArgs reads tools/call arguments (or a REST body): the payload, the
@@ -255,7 +255,7 @@ func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload
 				break
 			}
 		}
-		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s does not match the payload schema of %s: %s", field, c.ID, msg),
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The payload field %s does not match the payload schema of %s: %s.", field, c.ID, msg),
 			Hint: "fix the field; the tool's input schema describes every payload field", Data: map[string]any{"field": field}}
 	}
 	return nil
@@ -267,8 +267,8 @@ func (s *Service) checkScope(workspace string, scope map[string]string) error {
 	w := s.workspaces[workspace]
 	for field, v := range scope {
 		if !slices.Contains(w.Scopes[field], v) {
-			return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED",
-				Hint: fmt.Sprintf("the %s is not one of this key's workspace; use a key of the workspace it belongs to", field)}
+			return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: fmt.Sprintf("The %s sent does not belong to this key's workspace, so nothing was done.", field),
+				Hint: fmt.Sprintf("send a %s of this key's workspace, or use a key of the workspace the %s belongs to", field, field)}
 		}
 	}
 	return nil
@@ -308,10 +308,10 @@ func itemFor(c ladder.Capability, a capabilityArgs) (string, error) {
 func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (CallResult, error) {
 	c, ok := s.FindCapability(p.Workspace, name)
 	if !ok {
-		return CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
+		return CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "There is no capability of that name in this workspace.", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
 	}
 	if !c.Served {
-		return CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+		return CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "The capability is declared but not served yet, so nothing was done.", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
 	}
 	a, err := splitArgs(c, raw)
 	if err != nil {
@@ -493,7 +493,7 @@ func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approv
 		"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "route_id": res.RouteID}
 	hint := "nothing ran; improve the evidence (list_precondition_functions shows what counts)"
 	if g.ReasonCode == gate.ReasonEvidenceNotBound {
-		return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+		return &ladder.Error{Code: ladder.CodeGateHeld, Message: "The evidence gate held the call, so nothing ran.", Data: data,
 			Hint: "nothing ran; the evidence names another action than the payload: send evidence gathered for this very action"}
 	}
 	ap.Kind, ap.GateDecisionID, ap.GateState = ladder.ApprovalEscalate, g.DecisionID, g.GateState
@@ -503,7 +503,7 @@ func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approv
 		return err
 	}
 	data["approval_id"] = rec.ID
-	return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+	return &ladder.Error{Code: ladder.CodeGateHeld, Message: "The evidence gate held the call, so nothing ran.", Data: data,
 		Hint: hint + ", or wait for a person to decide approval " + rec.ID + " (it runs only once its evidence passes)"}
 }
 
@@ -550,7 +550,7 @@ func needsPerson(step, routeID string, lane ladder.Lane, proposal string) error 
 	if lane == ladder.LaneShadow {
 		data["proposal_recorded"] = proposal != ""
 	}
-	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
+	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: fmt.Sprintf("Step %s is in %s, so a person does this work and nothing ran.", step, lane),
 		Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", step, lane),
 		Data: data}
 }
@@ -646,7 +646,7 @@ func sameRequest(key string, first, this request, idField, id string) error {
 		return nil
 	}
 	return &ladder.Error{Code: ladder.CodeIdempotencyKeyUsed,
-		Message: fmt.Sprintf("idempotency_key %q was used before with another %s.", key, what),
+		Message: fmt.Sprintf("The idempotency_key %q was used before with another %s.", key, what),
 		Hint:    "nothing ran; send a new idempotency_key for a different action, or repeat the first " + what + " exactly to get the first answer",
 		Data:    map[string]any{idField: id, "field": "idempotency_key"}}
 }
@@ -710,7 +710,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	if xerr != nil {
 		le := ladder.AsError(xerr)
 		if le.Code == ladder.CodeInternal {
-			le = &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: "the upstream call failed", Hint: "the failure was recorded; check the upstream", Err: xerr}
+			le = &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: "The upstream call failed.", Hint: "the failure was recorded; check the upstream", Err: xerr}
 		}
 		got.Status, got.ErrorCode = ladder.CallFailed, le.Code
 		got.Error = le.Message
@@ -741,7 +741,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		for k, v := range le.Data {
 			data[k] = v
 		}
-		return CallResult{}, &ladder.Error{Code: le.Code, Message: string(le.Code), Hint: le.Message + "; " + le.Hint, Data: data, Err: le.Err}
+		return CallResult{}, &ladder.Error{Code: le.Code, Message: fmt.Sprintf("The call was recorded as failed (%s), so it did not take effect.", le.Code), Hint: le.Message + " " + le.Hint, Data: data, Err: le.Err}
 	}
 	res.Status, res.Result = StatusExecuted, got.Result
 	res.Message = fmt.Sprintf("%s ran (call %s).", c.ID, got.ID)
@@ -767,11 +767,11 @@ func (s *Service) replay(first ladder.Call, res CallResult) (CallResult, error) 
 		res.Message = fmt.Sprintf("%s ran earlier with this idempotency_key (call %s); this is its result, and nothing ran again.", first.Capability, first.ID)
 		return res, nil
 	case ladder.CallFailed:
-		return CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: string(first.ErrorCode),
+		return CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: fmt.Sprintf("The earlier call with this idempotency_key failed (%s).", first.ErrorCode),
 			Hint: "the earlier call with this idempotency_key failed: " + first.Error + "; use a new idempotency_key to try again",
 			Data: map[string]any{"call_id": first.ID, "replayed": true}}
 	}
-	return CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "CONFLICT",
+	return CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "A call with this idempotency_key is still running.",
 		Hint: "a call with this idempotency_key is still running; wait, then call again with the same key to get its result",
 		Data: map[string]any{"call_id": first.ID}}
 }

@@ -85,9 +85,9 @@ func (s *Service) GateFunctions(workspace, caseID string) (GateFunctionsView, er
 }
 
 func unknownCase(caseID string, valid []string) *ladder.Error {
-	msg := fmt.Sprintf("no gate case %q in this workspace", caseID)
+	msg := fmt.Sprintf("There is no gate case %q in this workspace.", caseID)
 	if caseID == "" {
-		msg = "case is required"
+		msg = "The case field is required."
 	}
 	hint := "call list_precondition_functions without a case to see every case of this workspace and its functions"
 	if len(valid) == 0 {
@@ -201,16 +201,16 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 			return GateResult{}, werr
 		}
 		return GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
-			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s)", le.Name, le.Case, rec.ReasonCode, rec.ID),
+			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s).", le.Name, le.Case, rec.ReasonCode, rec.ID),
 			Hint:    "do not perform this action; ask a person to make this commit. To see what evidence can authorize, call list_precondition_functions",
 			Data: map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false,
 				"action_id": rec.ActionID, "at": rec.At}}
 	case errors.As(err, &le) && errors.Is(err, gate.ErrUnknownCase):
 		return GateResult{}, unknownCase(req.Case, valid)
 	case errors.As(err, &le):
-		msg := fmt.Sprintf("no precondition function %q in case %s", req.PreconditionFn, req.Case)
+		msg := fmt.Sprintf("There is no precondition function %q in case %s.", req.PreconditionFn, req.Case)
 		if req.PreconditionFn == "" {
-			msg = "precondition_fn is required"
+			msg = "The precondition_fn field is required."
 		}
 		return GateResult{}, &ladder.Error{Code: ladder.CodeUnknownFunction, Message: msg,
 			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects; valid precondition_fn values: %s", req.Case, strings.Join(le.Valid, ", ")),
@@ -221,7 +221,7 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req Authori
 			if ee.Field != "" {
 				field = "evidence." + ee.Field
 			}
-			return GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: gate.Redact(ee.Error()),
+			return GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "The evidence does not match the function's schema: " + gate.Redact(ee.Error()) + ".",
 				Hint: fmt.Sprintf("fix %s and call again; list_precondition_functions with case %q shows the evidence schema of %s", field, req.Case, req.PreconditionFn),
 				Data: map[string]any{"field": field}}
 		}
@@ -249,7 +249,7 @@ func decodeEvidence(raw json.RawMessage) (map[string]any, error) {
 	}
 	var ev map[string]any
 	if raw[0] != '{' || json.Unmarshal(raw, &ev) != nil {
-		return nil, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "evidence must be a JSON object",
+		return nil, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "The evidence must be a JSON object.",
 			Hint: "send evidence as an object whose fields are the evidence_schema properties list_precondition_functions shows, e.g. {\"filing_license_verified\": true}",
 			Data: map[string]any{"field": "evidence"}}
 	}
@@ -301,7 +301,7 @@ func gateStoreErr(err error) error {
 	if errors.As(e, &le) && le.Code == ladder.CodeAuditUnavailable {
 		return le
 	}
-	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the gate decision could not be written to the audit log, so no verdict is given", Hint: "treat the action as not authorized and retry shortly", Err: err}
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The gate decision could not be written to the audit log, so no verdict is given.", Hint: "treat the action as not authorized and retry shortly", Err: err}
 }
 
 // secretFields are evidence keys whose string values are secrets whatever
@@ -376,13 +376,13 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 	case limit == 0:
 		limit = DefaultGateHistoryLimit
 	case limit < 1 || limit > MaxGateHistoryLimit:
-		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("limit %d is out of range 1–%d", req.Limit, MaxGateHistoryLimit),
+		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The limit %d is out of range 1–%d.", req.Limit, MaxGateHistoryLimit),
 			Hint: fmt.Sprintf("send a limit from 1 to %d (default %d) and page on with next_cursor", MaxGateHistoryLimit, DefaultGateHistoryLimit), Data: map[string]any{"field": "limit"}}
 	}
 	switch req.GateState {
 	case "", gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman:
 	default:
-		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
+		return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN.", req.GateState),
 			Hint: "send one of PASS, ESCALATE, BYPASS_TO_HUMAN, or leave gate_state out", Data: map[string]any{"field": "gate_state", "allowed": []string{gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman}}}
 	}
 	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState}
@@ -396,7 +396,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req GateHis
 		}
 		t, err := time.Parse(time.RFC3339Nano, tf.in)
 		if err != nil {
-			return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s %q is not an RFC 3339 time", tf.name, tf.in),
+			return GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The %s %q is not an RFC 3339 time.", tf.name, tf.in),
 				Hint: fmt.Sprintf("send %s like 2026-09-01T00:00:00Z", tf.name), Data: map[string]any{"field": tf.name}}
 		}
 		// Stored times are whole microseconds; rounding a bound up keeps
