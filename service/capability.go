@@ -249,13 +249,17 @@ func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload
 		field := "payload"
 		props, _ := c.Payload["properties"].(map[string]any)
 		msg := err.Error()
+		// Name the field the validator names first, so the answer does not
+		// depend on map order when several are at fault.
+		first := len(msg)
 		for name := range props {
-			if strings.Contains(msg, "\""+name+"\"") || strings.Contains(msg, "/"+name) {
-				field = "payload." + name
-				break
+			for _, spelled := range []string{"\"" + name + "\"", "/" + name} {
+				if i := strings.Index(msg, spelled); i >= 0 && i < first {
+					first, field = i, "payload."+name
+				}
 			}
 		}
-		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The payload field %s does not match the payload schema of %s: %s.", field, c.ID, msg),
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The payload does not match the payload schema of %s at %s: %s.", c.ID, field, msg),
 			Hint: "fix the field; the tool's input schema describes every payload field", Data: map[string]any{"field": field}}
 	}
 	return nil
