@@ -79,7 +79,10 @@ func CheckKeyKind(p Principal, allowed ...KeyKind) *Error {
 	for i, k := range allowed {
 		want[i] = string(k)
 	}
-	hint := fmt.Sprintf("use %s %s key of this workspace", article(want[0]), strings.Join(want, " or "))
+	hint := "no key kind may do this"
+	if len(want) > 0 {
+		hint = fmt.Sprintf("use %s %s key of this workspace", article(want[0]), strings.Join(want, " or "))
+	}
 	switch p.Kind {
 	case KeyHuman:
 		return Refused(CodeHumanKeyRefused, "A human key cannot be used here.", hint)
