@@ -163,9 +163,14 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with a formatted message.
+//
+// format must make a sentence (a capital letter first, a full stop last).
 func Errorf(code Code, hint string, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Hint: hint}
 }
+
+// The constructors below take message as a sentence: a capital letter
+// first, a full stop last (a test walks every call).
 
 // InvalidField refuses a request for the value of one field:
 // INVALID_ARGUMENT with data.field naming it, so a client can point at the
@@ -208,7 +213,7 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Code: CodeInternal, Message: "internal error", Hint: "retry; if it persists, tell the operator (the server log has details)", Err: err}
+	return &Error{Code: CodeInternal, Message: "An internal error stopped this request.", Hint: "retry; if it persists, tell the operator (the server log has details)", Err: err}
 }
 
 // Store-level sentinel errors. Implementations wrap these so services can

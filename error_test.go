@@ -1,6 +1,7 @@
 package ladder_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -26,9 +27,11 @@ func TestConstructorsGiveASentence(t *testing.T) {
 		err  *ladder.Error
 		code ladder.Code
 	}{
-		{"InvalidField", ladder.InvalidField("item", "item is required", "give the id of the work item"), ladder.CodeInvalidArgument},
-		{"NotFound", ladder.NotFound(ladder.CodeRouteNotFound, `no route "r1" in this workspace`, "use the route_id a route answer gave"), ladder.CodeRouteNotFound},
-		{"Refused", ladder.Refused(ladder.CodeGateHeld, "the evidence gate did not pass", "send the evidence the gate asks for"), ladder.CodeGateHeld},
+		{"InvalidField", ladder.InvalidField("item", "The item field is required.", "give the id of the work item"), ladder.CodeInvalidArgument},
+		{"NotFound", ladder.NotFound(ladder.CodeRouteNotFound, `No route "r1" is in this workspace.`, "use the route_id a route answer gave"), ladder.CodeRouteNotFound},
+		{"Refused", ladder.Refused(ladder.CodeGateHeld, "The evidence gate did not pass.", "send the evidence the gate asks for"), ladder.CodeGateHeld},
+		{"Errorf", ladder.Errorf(ladder.CodeNotFound, "list keys", "No key %q is in this workspace.", "k1"), ladder.CodeNotFound},
+		{"AsError of an unknown error", ladder.AsError(errors.New("disk on fire")), ladder.CodeInternal},
 		{"CheckKeyKind human", ladder.CheckKeyKind(human, ladder.KeyAgent), ladder.CodeHumanKeyRefused},
 		{"CheckKeyKind agent", ladder.CheckKeyKind(agent, ladder.KeyHuman), ladder.CodeAgentKeyRefused},
 		{"CheckKeyKind admin", ladder.CheckKeyKind(admin, ladder.KeyAgent, ladder.KeyHuman), ladder.CodeKeyKindRefused},
@@ -42,7 +45,7 @@ func TestConstructorsGiveASentence(t *testing.T) {
 		if e.Code != c.code || !known[e.Code] {
 			t.Errorf("%s: code %s, want %s (in the table)", c.name, e.Code, c.code)
 		}
-		if msg := strings.TrimSpace(e.Message); msg == "" || msg == string(e.Code) || strings.Contains(msg, "\n") || len(strings.Fields(msg)) < 3 {
+		if msg := strings.TrimSpace(e.Message); msg == "" || msg == string(e.Code) || strings.Contains(msg, "\n") || len(strings.Fields(msg)) < 3 || !isSentence(msg) {
 			t.Errorf("%s: message %q is not a sentence saying what was wrong", c.name, e.Message)
 		}
 		if e.Hint == "" {
@@ -67,9 +70,9 @@ func TestCheckKeyKind(t *testing.T) {
 	}{
 		{ladder.KeyAgent, []ladder.KeyKind{ladder.KeyAgent}, "", "", ""},
 		{ladder.KeyHuman, []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman}, "", "", ""},
-		{ladder.KeyHuman, []ladder.KeyKind{ladder.KeyAgent}, ladder.CodeHumanKeyRefused, "a human key cannot be used here", "use a agent key of this workspace"},
-		{ladder.KeyAgent, []ladder.KeyKind{ladder.KeyHuman}, ladder.CodeAgentKeyRefused, "an agent key cannot be used here", "use a human key of this workspace"},
-		{ladder.KeyAdmin, []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman}, ladder.CodeKeyKindRefused, "a admin key cannot be used here", "use a agent or human key of this workspace"},
+		{ladder.KeyHuman, []ladder.KeyKind{ladder.KeyAgent}, ladder.CodeHumanKeyRefused, "A human key cannot be used here.", "use an agent key of this workspace"},
+		{ladder.KeyAgent, []ladder.KeyKind{ladder.KeyHuman}, ladder.CodeAgentKeyRefused, "An agent key cannot be used here.", "use a human key of this workspace"},
+		{ladder.KeyAdmin, []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman}, ladder.CodeKeyKindRefused, "This admin key cannot be used here.", "use an agent or human key of this workspace"},
 	}
 	for _, tt := range tests {
 		e := ladder.CheckKeyKind(p(tt.kind), tt.allowed...)

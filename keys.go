@@ -79,12 +79,24 @@ func CheckKeyKind(p Principal, allowed ...KeyKind) *Error {
 	for i, k := range allowed {
 		want[i] = string(k)
 	}
-	hint := fmt.Sprintf("use a %s key of this workspace", strings.Join(want, " or "))
+	hint := "no key kind may do this"
+	if len(want) > 0 {
+		hint = fmt.Sprintf("use %s %s key of this workspace", article(want[0]), strings.Join(want, " or "))
+	}
 	switch p.Kind {
 	case KeyHuman:
-		return Refused(CodeHumanKeyRefused, "a human key cannot be used here", hint)
+		return Refused(CodeHumanKeyRefused, "A human key cannot be used here.", hint)
 	case KeyAgent:
-		return Refused(CodeAgentKeyRefused, "an agent key cannot be used here", hint)
+		return Refused(CodeAgentKeyRefused, "An agent key cannot be used here.", hint)
 	}
-	return Refused(CodeKeyKindRefused, fmt.Sprintf("a %s key cannot be used here", p.Kind), hint)
+	return Refused(CodeKeyKindRefused, fmt.Sprintf("This %s key cannot be used here.", p.Kind), hint)
+}
+
+// article is the indefinite article before word: "an agent key", "a human
+// key", "an admin key".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

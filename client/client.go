@@ -67,7 +67,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("cannot reach %s", c.BaseURL), Hint: "check --server (or LADDER_SERVER) and that the server is running", Err: err}
+		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", c.BaseURL), Hint: "check --server (or LADDER_SERVER) and that the server is running", Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -81,7 +81,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
 			return &eb.Error
 		}
-		return &ladder.Error{Code: ladder.CodeInternal, Message: fmt.Sprintf("HTTP %d from %s", resp.StatusCode, path), Hint: strings.TrimSpace(string(data))}
+		return &ladder.Error{Code: ladder.CodeInternal, Message: fmt.Sprintf("HTTP %d from %s.", resp.StatusCode, path), Hint: strings.TrimSpace(string(data))}
 	}
 	if out == nil {
 		return nil

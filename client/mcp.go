@@ -105,14 +105,14 @@ func (m *MCP) CallTool(ctx context.Context, name string, args, out any) (string,
 	}
 	if out != nil {
 		if res.StructuredContent == nil {
-			return text, &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("%s answered %s without structuredContent", m.server, name), Hint: "the server is older than this client; upgrade it"}
+			return text, &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("The server %s answered %s without structuredContent.", m.server, name), Hint: "the server is older than this client; upgrade it"}
 		}
 		data, err := json.Marshal(res.StructuredContent)
 		if err == nil {
 			err = json.Unmarshal(data, out)
 		}
 		if err != nil {
-			return text, &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("cannot read the structuredContent of %s from %s", name, m.server), Hint: "the server and this client disagree on the output shape; upgrade one of them", Err: err}
+			return text, &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot read the structuredContent of %s from %s.", name, m.server), Hint: "the server and this client disagree on the output shape; upgrade one of them", Err: err}
 		}
 	}
 	return text, nil
@@ -196,20 +196,20 @@ func mcpError(ctx context.Context, server string, err error) error {
 		return le
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("%s did not answer in time", server), Hint: "check that the server is up and not overloaded, or raise the timeout", Err: err}
+		return &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("The server %s did not answer in time.", server), Hint: "check that the server is up and not overloaded, or raise the timeout", Err: err}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("%s did not answer in time", server), Hint: "check that the server is up and not overloaded, or raise the timeout", Err: err}
+			return &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("The server %s did not answer in time.", server), Hint: "check that the server is up and not overloaded, or raise the timeout", Err: err}
 		}
-		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("cannot reach %s", server), Hint: "check the server URL and that the server is running", Err: err}
+		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", server), Hint: "check the server URL and that the server is running", Err: err}
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) && we.Code != rpcRejected {
 		return wireError(server, we, err)
 	}
-	return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("cannot reach %s", server), Hint: "check the server URL and that the server is running", Err: err}
+	return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", server), Hint: "check the server URL and that the server is running", Err: err}
 }
 
 // rpcRejected is the go-sdk's "rejected by transport" code (-32005), which

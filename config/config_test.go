@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,10 +143,30 @@ func TestDemoCapabilities(t *testing.T) {
 		{"payments:releaseHold", "decide_hold", "http", "demo:payments", "", false, true, &ladder.CapabilityGate{Case: "release_payment", Fn: "score_release_hold", Bind: map[string]string{"bill_id": "bill_id"}}, DefaultTimeout},
 		{"ticket6:readLedger", "", "mcp", "demo:ledger", "readLedger", false, true, nil, DefaultTimeout},
 		{"ticket6:approveCommission", "", "mcp", "demo:ledger", "approveCommission", true, true, nil, DefaultTimeout},
-		{"ticket7:recordPayoutReceipt", "", "record", "", "", true, false, nil, DefaultTimeout},
 	}
+	// The other human gates of seed 004 are recorded only: no stand-in
+	// system is behind them.
+	for _, id := range seed004HumanGates {
+		if id != "ticket6:approveCommission" && id != "ticket7:recordPayoutReceipt" {
+			want = append(want, capRow{id, "", "record", "", "", true, true, nil, DefaultTimeout})
+		}
+	}
+	want = append(want, capRow{"ticket7:recordPayoutReceipt", "", "record", "", "", true, false, nil, DefaultTimeout})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("capabilities (-want +got):\n%s", diff)
+	}
+	var gates []string
+	for _, cp := range partners.Capabilities {
+		if cp.HumanGate {
+			gates = append(gates, cp.ID)
+			if cp.Description == "" || len(cp.Payload["properties"].(map[string]any)) == 0 {
+				t.Errorf("human gate %s has no description or payload schema", cp.ID)
+			}
+		}
+	}
+	slices.Sort(gates)
+	if diff := cmp.Diff(seed004HumanGates, gates); diff != "" {
+		t.Errorf("partner-programs human gates vs seed 004 (-want +got):\n%s", diff)
 	}
 	wantScopes := map[string][]string{"program": {"partner-2027"}, "relationship": {"relationship:partner-2027:creator-1"}}
 	if diff := cmp.Diff(wantScopes, partners.Scopes); diff != "" {
@@ -465,4 +486,17 @@ func TestAliasBomb(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusing took %v", d)
 	}
+}
+
+// seed004HumanGates are the human gates seed 004's reference page lists,
+// in its (sorted) order; the demo's partner-programs workspace declares
+// them all.
+var seed004HumanGates = []string{
+	"campaigns:approveCampaign", "campaigns:launchCampaign", "campaigns:setupAdapter",
+	"partners:grantAccess", "runtime:closeHeldEvent", "runtime:replayHeldEvent",
+	"ticket13:commitCutover", "ticket15:assignReferralCode", "ticket4:acceptStandardTerms",
+	"ticket6:activatePartnerOverride", "ticket6:activateRulebookVersion", "ticket6:approveCommission",
+	"ticket6:approveCommissions", "ticket6:configureCommissionPolicy", "ticket6:rejectCommission",
+	"ticket6:rejectCommissions", "ticket7:createManualCorrection", "ticket7:recordCarriedDebtRecovery",
+	"ticket7:recordDisputeTransition", "ticket7:recordPayoutReceipt", "ticket7:recordStatementPayout",
 }

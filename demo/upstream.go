@@ -96,9 +96,14 @@ func (u *Upstream) httpSystem(name string) http.HandlerFunc {
 	}
 }
 
+// ledgerArgs and commissionArgs take every field the demo config declares
+// for ticket6:readLedger and ticket6:approveCommission: the go-sdk refuses
+// an argument its struct does not name, so a declared field missing here
+// would fail every call that sends it.
 type ledgerArgs struct {
 	Program      string `json:"program" jsonschema:"the partner program"`
 	Relationship string `json:"relationship" jsonschema:"the partner relationship"`
+	Since        string `json:"since,omitempty" jsonschema:"only entries on or after this date (YYYY-MM-DD)"`
 }
 
 type ledgerEntry struct {
@@ -117,6 +122,7 @@ type ledgerOut struct {
 
 type commissionArgs struct {
 	CommissionID string `json:"commission_id" jsonschema:"the commission to approve"`
+	Note         string `json:"note,omitempty" jsonschema:"why it should be approved"`
 	Program      string `json:"program" jsonschema:"the partner program"`
 	Relationship string `json:"relationship" jsonschema:"the partner relationship"`
 }
@@ -135,13 +141,22 @@ func ledgerServer(u *Upstream) *sdk.Server {
 			if in.Program == "" || in.Relationship == "" {
 				return nil, ledgerOut{}, errors.New("program and relationship are required")
 			}
-			out := ledgerOut{Program: in.Program, Relationship: in.Relationship, Entries: []ledgerEntry{
+			if in.Since != "" {
+				if _, err := time.Parse(time.DateOnly, in.Since); err != nil {
+					return nil, ledgerOut{}, fmt.Errorf("since %q is not a date (YYYY-MM-DD)", in.Since)
+				}
+			}
+			out := ledgerOut{Program: in.Program, Relationship: in.Relationship, Entries: []ledgerEntry{}}
+			for _, e := range []ledgerEntry{
 				{Date: "2026-10-01", Description: "Referral commission, order 1042", Amount: 125.00, Currency: "USD"},
 				{Date: "2026-10-15", Description: "Referral commission, order 1077", Amount: 80.50, Currency: "USD"},
 				{Date: "2026-11-01", Description: "Payout", Amount: -125.00, Currency: "USD"},
-			}}
-			for _, e := range out.Entries {
+			} {
+				// The balance is the whole ledger's; since only shortens the list.
 				out.Balance += e.Amount
+				if e.Date >= in.Since {
+					out.Entries = append(out.Entries, e)
+				}
 			}
 			return nil, out, nil
 		})

@@ -173,7 +173,7 @@ type located struct {
 func (g *Gateway) Ask(ctx context.Context, step string) (Answer, error) {
 	step = strings.TrimSpace(step)
 	if step == "" {
-		return Answer{}, ladder.InvalidField("step", "step is required", "give a step id (post_tms) or its plain name (Post to the TMS)")
+		return Answer{}, ladder.InvalidField("step", "The step field is required.", "give a step id (post_tms) or its plain name (Post to the TMS)")
 	}
 	ans := Answer{Query: step}
 	conns := g.connectAll(ctx)
@@ -294,7 +294,7 @@ func (g *Gateway) connect(ctx context.Context, name string) (session, ladder.Ste
 			key = g.opts.Getenv(w.KeyEnv)
 		}
 		if key == "" {
-			return nil, ladder.StepsView{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: fmt.Sprintf("the environment variable %s (key_env of %s) is not set", w.KeyEnv, name)}
+			return nil, ladder.StepsView{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: fmt.Sprintf("The environment variable %s (key_env of %s) is not set.", w.KeyEnv, name)}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)

@@ -139,12 +139,12 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		ct := r.Header.Get("Content-Type")
 		switch {
 		case rest && ct != "" && !jsonMediaType(ct):
-			return refuse(&ladder.Error{Code: ladder.CodeUnsupportedMedia, Message: fmt.Sprintf("the body's Content-Type is %q, not JSON", ct),
+			return refuse(&ladder.Error{Code: ladder.CodeUnsupportedMedia, Message: fmt.Sprintf("The body's Content-Type is %q, not JSON.", ct),
 				Hint: "send the body as JSON with the header Content-Type: application/json (curl: -H 'Content-Type: application/json'); nothing was done", Data: map[string]any{"content_type": ct}})
 		case path == "/mcp" && r.Method == http.MethodPost && mediaType(ct) != "application/json":
 			// The go-sdk accepts application/json only; say so in ladder's
 			// words before reading the body.
-			return refuse(&ladder.Error{Code: ladder.CodeUnsupportedMedia, Message: fmt.Sprintf("the body's Content-Type is %q, not application/json", ct),
+			return refuse(&ladder.Error{Code: ladder.CodeUnsupportedMedia, Message: fmt.Sprintf("The body's Content-Type is %q, not application/json.", ct),
 				Hint: "POST one JSON-RPC request with Content-Type: application/json and Accept: application/json, text/event-stream", Data: map[string]any{"content_type": ct}})
 		}
 	}
@@ -155,11 +155,11 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	}
 	if !slot.acquire(name) {
 		if authed {
-			return refuse(&ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("this key already has %d requests in progress, the most it may have at once", slot.max),
+			return refuse(&ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("This key already has %d requests in progress, the most it may have at once.", slot.max),
 				Hint: "nothing was done; wait for one of this key's requests to finish and send again after 1 s (Retry-After)",
 				Data: map[string]any{"retry_after_seconds": 1, "max_in_flight_per_key": slot.max}})
 		}
-		return refuse(&ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("this address already has %d requests without a valid key in progress, the most it may have at once", slot.max),
+		return refuse(&ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("This address already has %d requests without a valid key in progress, the most it may have at once.", slot.max),
 			Hint: "nothing was done; send again after 1 s (Retry-After); a request with a valid bearer key counts against its key instead",
 			Data: map[string]any{"retry_after_seconds": 1, "max_in_flight_per_address": slot.max}})
 	}
@@ -172,7 +172,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		}
 		data, err := io.ReadAll(r.Body)
 		if isTimeout(err) {
-			return refuse(&ladder.Error{Code: ladder.CodeBodyTimeout, Message: fmt.Sprintf("the request body did not arrive within %s", s.bodyTimeout),
+			return refuse(&ladder.Error{Code: ladder.CodeBodyTimeout, Message: fmt.Sprintf("The request body did not arrive within %s.", s.bodyTimeout),
 				Hint: "nothing was done; send the whole body at once and retry (a body is read under a " + s.bodyTimeout.String() + " deadline)"})
 		}
 		bodyUnread = false
@@ -202,7 +202,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 }
 
 func overloaded() *ladder.Error {
-	return &ladder.Error{Code: ladder.CodeOverloaded, Message: "the server is serving as many requests as it may at once, so this one was not started",
+	return &ladder.Error{Code: ladder.CodeOverloaded, Message: "The server is serving as many requests as it may at once, so this one was not started.",
 		Hint: "nothing was done; retry after a second", Data: map[string]any{"retry_after_seconds": 1}}
 }
 

@@ -31,9 +31,9 @@ func (s *Server) callCapability(w http.ResponseWriter, r *http.Request) error {
 		// A fault at a path (a duplicate or case-variant key, a number
 		// beyond float64) is the field's, as decode reports it.
 		if se, ok := err.(*strictjson.Error); ok && se.Path != "" {
-			return ladder.InvalidField(se.Path, err.Error(), "fix the field "+se.Path+" and resend; nothing was run or recorded")
+			return ladder.InvalidField(se.Path, "The body is not valid strict JSON: "+err.Error()+".", "fix the field "+se.Path+" and resend; nothing was run or recorded")
 		}
-		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object: the payload, the scope fields, evidence and idempotency_key"}
+		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The body is not valid strict JSON: " + err.Error() + ".", Hint: "send one JSON object: the payload, the scope fields, evidence and idempotency_key"}
 	}
 	res, err := s.svc.CallCapability(r.Context(), principal(r), r.PathValue("id"), json.RawMessage(body))
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
-			return ladder.InvalidField("limit", "limit: not a number", "use 1 to 500")
+			return ladder.InvalidField("limit", "The limit is not a number.", "use 1 to 500")
 		}
 		limit = n
 	}
@@ -112,7 +112,7 @@ func decodeOptional(r *http.Request, v any) error {
 
 func decodeReadErr(err error) error {
 	if _, ok := err.(*http.MaxBytesError); ok {
-		return &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "the body is over 1 MiB", Hint: "send a smaller body"}
+		return &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "The body is over 1 MiB.", Hint: "send a smaller body"}
 	}
-	return ladder.Errorf(ladder.CodeInvalidJSON, "resend the request", "could not read the body: %v", err)
+	return ladder.Errorf(ladder.CodeInvalidJSON, "resend the request", "Could not read the body: %v.", err)
 }

@@ -47,7 +47,7 @@ func (s *Server) gateHistory(w http.ResponseWriter, r *http.Request) error {
 		switch name {
 		case "case", "precondition_fn", "action_id", "gate_state", "since", "until", "limit", "cursor":
 		default:
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "unknown query parameter " + strconv.Quote(name),
+			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The query parameter " + strconv.Quote(name) + " is unknown.",
 				Hint: "filter with case, precondition_fn, action_id, gate_state, since, until; page with limit and cursor", Data: map[string]any{"field": name}}
 		}
 	}
@@ -56,7 +56,7 @@ func (s *Server) gateHistory(w http.ResponseWriter, r *http.Request) error {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "limit " + strconv.Quote(l) + " is not a positive whole number",
+			return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The limit " + strconv.Quote(l) + " is not a positive whole number.",
 				Hint: "send a limit from 1 to 500 (default 50)", Data: map[string]any{"field": "limit"}}
 		}
 		req.Limit = n

@@ -76,6 +76,8 @@ func TestGateREST(t *testing.T) {
 			{"missing required evidence field", authorizeBody("release_payment", "score_release_hold", map[string]any{"pod_received": true}), 400, "EVIDENCE_INVALID", "evidence.bill_id", "list_precondition_functions"},
 			{"mistyped evidence field", authorizeBody("release_payment", "score_release_hold", map[string]any{"bill_id": 7, "pod_received": true, "invoice_matches_rate_con": true, "carrier_docs_verified": true, "dispute_open": false, "hold_reason_cleared_before_release": true}), 400, "EVIDENCE_INVALID", "evidence.bill_id", "fix evidence.bill_id"},
 			{"evidence not an object", `{"case":"release_payment","precondition_fn":"score_release_hold","evidence":[1]}`, 400, "EVIDENCE_INVALID", "evidence", "object"},
+			{"no evidence", `{"case":"release_payment","precondition_fn":"score_release_hold"}`, 400, "INVALID_ARGUMENT", "evidence", "list_precondition_functions"},
+			{"null evidence", authorizeBody("release_payment", "score_release_hold", nil), 400, "INVALID_ARGUMENT", "evidence", "list_precondition_functions"},
 			{"unknown body field", `{"case":"release_payment","precondition_fn":"score_release_hold","evidense":{}}`, 400, "INVALID_ARGUMENT", "evidense", ""},
 		}
 		for _, tt := range tests {

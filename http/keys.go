@@ -30,13 +30,13 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := principal(r)
 	if scope := adminScope(p); scope != service.AllWorkspaces && req.Workspace != scope {
-		return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "this admin key manages workspace " + scope + " only", Hint: "create keys for " + scope + ", or use an all-workspaces admin key"}
+		return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "This admin key manages workspace " + scope + " only.", Hint: "create keys for " + scope + ", or use an all-workspaces admin key"}
 	}
 	kr := ladder.KeyRequest{Workspace: req.Workspace, Kind: ladder.KeyKind(req.Kind), Name: req.Name}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {
-			return ladder.InvalidField("expires_in", "expires_in: not a positive duration", `use a Go duration such as "720h"`)
+			return ladder.InvalidField("expires_in", "The expires_in value is not a positive duration.", `use a Go duration such as "720h"`)
 		}
 		kr.ExpiresIn = d
 	}

@@ -39,7 +39,7 @@ func TestReadyzFollowsTheWritePath(t *testing.T) {
 		fs.FailWrites(faultstore.ErrDiskFull)
 		r, took := readyzUntil(t, e, 503, 3*time.Second)
 		t.Logf("not ready %s after writes started failing", took.Round(time.Millisecond))
-		if reason, _ := r.Body["reason"].(string); !strings.Contains(reason, "durable writes are failing: the disk is full") || !strings.Contains(reason, "AUDIT_UNAVAILABLE") {
+		if reason, _ := r.Body["reason"].(string); !strings.Contains(reason, "Durable writes are failing: the disk is full") || !strings.Contains(reason, "AUDIT_UNAVAILABLE") {
 			t.Errorf("reason: %s", r.Raw)
 		}
 		if r := e.Do("GET", "/v1/steps", e.Keys["acme/agent"], nil); r.Status != 200 {

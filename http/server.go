@@ -163,7 +163,7 @@ func (s *Server) routes() {
 			// recover; a balancer polling every second needs no line each.
 			s.log.DebugContext(r.Context(), "not ready", "err", err)
 			le := ladder.AsError(err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": le.Message + "; " + le.Hint})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": strings.TrimSuffix(le.Message, ".") + "; " + le.Hint})
 			return nil
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -179,7 +179,7 @@ func (s *Server) routes() {
 	s.gateRoutes()
 
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
-		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "no endpoint %s %s", r.Method, r.URL.Path)
+		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "No endpoint %s %s.", r.Method, r.URL.Path)
 	})
 }
 
@@ -280,16 +280,16 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes), Hint: "send a smaller body"}
+			return &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: fmt.Sprintf("The body is over %d bytes.", MaxBodyBytes), Hint: "send a smaller body"}
 		}
-		return ladder.Errorf(ladder.CodeInvalidJSON, "resend the request", "could not read the body: %v", err)
+		return ladder.Errorf(ladder.CodeInvalidJSON, "resend the request", "Could not read the body: %v.", err)
 	}
 	if err := strictjson.Unmarshal(data, v); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) && se.Path != "" {
-			return ladder.InvalidField(se.Path, err.Error(), "fix the field "+se.Path+" and resend")
+			return ladder.InvalidField(se.Path, "The body is not valid strict JSON: "+err.Error()+".", "fix the field "+se.Path+" and resend")
 		}
-		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: err.Error(), Hint: "send one JSON object with the documented fields"}
+		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The body is not valid strict JSON: " + err.Error() + ".", Hint: "send one JSON object with the documented fields"}
 	}
 	return nil
 }

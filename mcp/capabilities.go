@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,7 +39,7 @@ func (h *Handler) capabilityTools(ctx context.Context, workspace string) []toolD
 				if err != nil {
 					return "", nil, err
 				}
-				return res.Message, res, nil
+				return callText(res), res, nil
 			},
 		})
 	}
@@ -74,6 +75,20 @@ func (h *Handler) capabilityTools(ctx context.Context, workspace string) []toolD
 		})
 	}
 	return out
+}
+
+// callText is a capability call's text content: the sentence, then the
+// upstream's result as JSON, since many clients give the model the text
+// only and never show it structuredContent.
+func callText(res ladder.CallResult) string {
+	if len(res.Result) == 0 {
+		return res.Message
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, res.Result) != nil {
+		return res.Message
+	}
+	return res.Message + " Result: " + b.String()
 }
 
 // capabilityAnnotations say what a capability call may do: ladder records

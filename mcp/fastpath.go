@@ -60,7 +60,7 @@ func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http
 	body, merr := mcpwire.ToolResponse(id, res, err, stateless)
 	if merr != nil {
 		h.log.ErrorContext(ctx, "encoding a tools/call answer", "err", merr)
-		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry; if it persists, report it with the time of the call"})
+		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "The server could not frame its answer to this call.", Hint: "retry; if it persists, report it with the time of the call"})
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache, no-transform")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -140,13 +141,33 @@ func (h *Handler) authorize(ctx context.Context, p ladder.Principal, args json.R
 	}
 	res, err := h.svc.Authorize(ctx, p, in)
 	if err != nil {
-		return "", nil, err
+		return "", heldVerdict(err, p, in), err
 	}
 	text := fmt.Sprintf("%s (reason_code %s, decision_id %s.)", res.HumanReadable, res.ReasonCode, res.DecisionID)
 	if res.GateState != gate.StatePass {
 		text += " Not authorized: do not perform the action; only gate_state PASS authorizes it."
 	}
 	return text, res, nil
+}
+
+// heldVerdict is the structured content of a refusal that is a recorded
+// verdict (BYPASS_TO_HUMAN): the fields REST sends in data, in the shape of
+// authorize's output schema, so a client that reads only structuredContent
+// sees gate_state, authorized false and the decision_id. Other refusals
+// have none.
+func heldVerdict(err error, p ladder.Principal, in ladder.AuthorizeRequest) any {
+	e := ladder.AsError(err)
+	state, _ := e.Data["gate_state"].(string)
+	if state == "" {
+		return nil
+	}
+	v := ladder.GateResult{GateState: state, SchemaVersion: gate.SchemaVersion, Route: state, Authorized: false,
+		HumanReadable: e.Message, Case: in.Case, PreconditionFn: in.PreconditionFn, KeyID: p.KeyID}
+	v.ActionID, _ = e.Data["action_id"].(string)
+	v.At, _ = e.Data["at"].(time.Time)
+	v.ReasonCode, _ = e.Data["reason_code"].(string)
+	v.DecisionID, _ = e.Data["decision_id"].(string)
+	return v
 }
 
 func (h *Handler) gateHistoryGet(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {

@@ -391,7 +391,7 @@ func TestSeed003Review(t *testing.T) {
 			want []string
 		}{
 			{"unknown case", ev{"case": "ai_investments", "precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"ai_investments", "call list_precondition_functions", "valid cases: ai_investment"}},
-			{"missing case", ev{"precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"case is required", "valid cases: ai_investment"}},
+			{"missing case", ev{"precondition_fn": "score_invest_governance", "evidence": ev{}}, []string{"The case field is required", "valid cases: ai_investment"}},
 			{"unknown function", ev{"case": "ai_investment", "precondition_fn": "score_team", "evidence": ev{}}, []string{"score_team", "call list_precondition_functions", "score_invest_governance, score_landing_level"}},
 			{"bypass_to_human commit", ev{"case": "ai_investment", "precondition_fn": "team_capability", "evidence": ev{}}, []string{"A person must decide", "do not perform this action"}},
 			{"evidence field", ev{"case": "ai_investment", "precondition_fn": "score_invest_governance", "evidence": ev{"safety_certified": 1}}, []string{"safety_certified", "fix evidence.safety_certified", "list_precondition_functions"}},
@@ -690,4 +690,59 @@ func TestGateGoldenTranscript(t *testing.T) {
 		got = append(got, ex)
 	}
 	checkTranscript(t, "gate", got)
+}
+
+// TestAuthorizeContractOverMCP holds authorize to its own input schema and
+// to REST's answer: absent evidence is an isError result naming evidence
+// (not a scored ESCALATE), and a refusal that is a recorded verdict
+// (BYPASS_TO_HUMAN) carries gate_state, reason_code, authorized and
+// decision_id in structuredContent, as REST does in data.
+func TestAuthorizeContractOverMCP(t *testing.T) {
+	e := testenv.Start(t, "")
+	key := e.Keys["iia-gate/agent"]
+	type ev = map[string]any
+
+	for name, args := range map[string]ev{
+		"no evidence":   {"case": "ai_investment", "precondition_fn": "score_landing_level"},
+		"null evidence": {"case": "ai_investment", "precondition_fn": "score_landing_level", "evidence": nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := callTool(t, e, key, "authorize", args)
+			if !res.IsError || !strings.Contains(res.Text, "INVALID_ARGUMENT") || !strings.Contains(res.Text, "evidence") || res.Structured != nil {
+				t.Fatalf("authorize without evidence: %s", res.Raw)
+			}
+		})
+	}
+	h := callTool(t, e, key, "gate_history_get", ev{})
+	if ds := h.Structured["decisions"].([]any); len(ds) != 0 {
+		t.Errorf("authorize without evidence recorded decisions: %s", h.Raw)
+	}
+	// {} is evidence, scored as such.
+	if res := callTool(t, e, key, "authorize", ev{"case": "ai_investment", "precondition_fn": "score_landing_level", "evidence": ev{}}); res.IsError || res.Structured["gate_state"] != "ESCALATE" {
+		t.Errorf("authorize with {}: %s", res.Raw)
+	}
+
+	t.Run("bypass to human carries the verdict", func(t *testing.T) {
+		res := callTool(t, e, key, "authorize", ev{"case": "ai_investment", "precondition_fn": "team_capability", "evidence": ev{}})
+		rest := e.Do("POST", "/v1/gate/authorize", key, ev{"case": "ai_investment", "precondition_fn": "team_capability", "evidence": ev{}})
+		data, _ := rest.Body["error"].(map[string]any)["data"].(map[string]any)
+		if !res.IsError || res.Structured == nil {
+			t.Fatalf("bypass over MCP: %s", res.Raw)
+		}
+		got := map[string]any{}
+		want := map[string]any{}
+		for _, k := range []string{"gate_state", "reason_code", "authorized"} {
+			got[k], want[k] = res.Structured[k], data[k]
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("MCP structuredContent vs REST data (-want +got):\n%s", diff)
+		}
+		if id, _ := res.Structured["decision_id"].(string); !strings.HasPrefix(id, "gd_") || !strings.Contains(res.Text, id) {
+			t.Errorf("decision_id %v (text %q)", res.Structured["decision_id"], res.Text)
+		}
+		if res.Structured["gate_state"] != "BYPASS_TO_HUMAN" || res.Structured["authorized"] != false {
+			t.Errorf("verdict: %v", res.Structured)
+		}
+		checkContract(t, res.Structured)
+	})
 }

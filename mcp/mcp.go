@@ -175,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		// Stateless: no GET stream and no session to DELETE.
 		w.Header().Set("Allow", "POST")
-		h.writeRPCError(w, http.StatusMethodNotAllowed, nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "use POST for MCP requests", Hint: "this server is stateless: POST each JSON-RPC request to /mcp"})
+		h.writeRPCError(w, http.StatusMethodNotAllowed, nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "Use POST for MCP requests.", Hint: "this server is stateless: POST each JSON-RPC request to /mcp"})
 		return
 	}
 	if err := h.checkOrigin(r); err != nil {
@@ -186,10 +186,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "BODY_TOO_LARGE", Hint: "send a request body of at most 1 MiB"})
+			h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, &ladder.Error{Code: ladder.CodeBodyTooLarge, Message: "The request body is over 1 MiB.", Hint: "send a request body of at most 1 MiB"})
 			return
 		}
-		h.writeRPCError(w, http.StatusBadRequest, nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "could not read the body", Hint: "resend the request"})
+		h.writeRPCError(w, http.StatusBadRequest, nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "Could not read the body.", Hint: "resend the request"})
 		return
 	}
 	env, perr := parseEnvelope(body)
@@ -293,14 +293,14 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 			// An unpaired surrogate in a string id: refused below as
 			// every id that cannot come back unchanged is, with the id
 			// echoed, on every path alike.
-			badJSON = &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+			badJSON = &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The request is not valid strict JSON.", Hint: err.Error()}
 		default:
-			return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+			return env, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The request is not valid strict JSON.", Hint: err.Error()}
 		}
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "send one JSON-RPC request object (batches are not part of MCP)", RPCCode: jsonrpc.CodeInvalidRequest}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The body is not one JSON-RPC request object.", Hint: "send one JSON-RPC request object (batches are not part of MCP)", RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if err := strictjson.UnmarshalChecked(body, &env); err != nil {
 		// Recover the id for the error if the envelope is otherwise
@@ -308,7 +308,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 		var loose map[string]json.RawMessage
 		_ = json.Unmarshal(body, &loose)
 		env.ID = mcpwire.EchoID(loose["id"])
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "JSON-RPC envelope: " + err.Error(), RPCCode: jsonrpc.CodeInvalidRequest}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The JSON-RPC envelope is not valid.", Hint: "JSON-RPC envelope: " + err.Error(), RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if ierr := checkID(env.ID); ierr != nil {
 		env.ID = mcpwire.EchoID(env.ID)
@@ -318,13 +318,13 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 		return envelope{}, badJSON // checkID and Check disagree on the id: refuse anyway
 	}
 	if env.JSONRPC != mcpwire.Version || env.Method == "" {
-		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: `send "jsonrpc": "2.0" and a method`, RPCCode: jsonrpc.CodeInvalidRequest}
+		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The JSON-RPC envelope lacks \"jsonrpc\": \"2.0\" or a method.", Hint: `send "jsonrpc": "2.0" and a method`, RPCCode: jsonrpc.CodeInvalidRequest}
 	}
 	if env.argsFault != nil && (env.Method != "tools/call" || len(env.ID) == 0 || string(env.ID) == "null") {
 		// Not a call whose answer could carry an isError result: the fault
 		// is the body's.
 		f := env.argsFault
-		return envelope{}, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: (&strictjson.Error{Path: joinArgs(f.Path), Problem: f.Problem}).Error()}
+		return envelope{}, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The tool arguments are not valid strict JSON.", Hint: (&strictjson.Error{Path: joinArgs(f.Path), Problem: f.Problem}).Error()}
 	}
 	return env, nil
 }
@@ -400,7 +400,7 @@ func checkProtocolVersion(r *http.Request) *ladder.Error {
 	if len(v) > 64 {
 		v = v[:64] // a header can run to kilobytes; a version is ten bytes
 	}
-	return &ladder.Error{Code: ladder.CodeUnsupportedProtocol, Message: fmt.Sprintf("MCP protocol version %q is not supported", v),
+	return &ladder.Error{Code: ladder.CodeUnsupportedProtocol, Message: fmt.Sprintf("MCP protocol version %q is not supported.", v),
 		Hint: "send MCP-Protocol-Version with one of " + strings.Join(protocolVersions, ", ") + " (the version initialize negotiated); nothing was run",
 		Data: map[string]any{"supported": protocolVersions, "requested": v}}
 }
@@ -426,7 +426,7 @@ func checkListCursor(env envelope) *ladder.Error {
 	if !ok || string(cursor) == "null" || string(cursor) == `""` {
 		return nil // no cursor: the first (and only) page
 	}
-	return &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
+	return &ladder.Error{Code: ladder.CodeBadCursor, Message: "The cursor is not one this server issued.",
 		Hint: env.Method + " returns everything on one page and issues no cursor (its nextCursor is always absent); call " + env.Method + " again without a cursor",
 		Data: map[string]any{"field": "params.cursor"}}
 }
@@ -447,7 +447,7 @@ func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
 	if u, err := url.Parse(origin); err == nil && u.Host == r.Host {
 		return nil
 	}
-	return &ladder.Error{Code: ladder.CodeOriginRefused, Message: "ORIGIN_REFUSED", Hint: "this origin is not allowed to call /mcp; add it to server.allowed_origins"}
+	return &ladder.Error{Code: ladder.CodeOriginRefused, Message: "The request's Origin is not allowed to call /mcp.", Hint: "this origin is not allowed to call /mcp; add it to server.allowed_origins"}
 }
 
 // authenticate resolves the caller and refuses anything but an agent key.
@@ -497,20 +497,20 @@ func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (mcpwire.CallP
 	var cp mcpwire.CallParams
 	// The whole body passed strictjson.Check in parseEnvelope.
 	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
-		return cp, "", nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: "tools/call params: " + err.Error()}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The tools/call params are not valid.", Hint: "tools/call params: " + err.Error()}
 	}
 	h.mu.Lock()
 	ws := h.servers[p.Workspace]
 	h.mu.Unlock()
 	if ws == nil {
-		return cp, "", nil, &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED", Hint: "this key's workspace is not served here"}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "This key's workspace is not served here.", Hint: "this key's workspace is not served here"}
 	}
 	registered, ok := ws.names[cp.Name]
 	if !ok {
 		if e := h.notServed(p.Workspace, cp.Name); e != nil {
 			return cp, "", nil, e
 		}
-		return cp, "", nil, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
+		return cp, "", nil, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "There is no tool of that name in this workspace.", Hint: fmt.Sprintf("no tool %q in this workspace; call tools/list to see the tools this key may call", cp.Name)}
 	}
 	return cp, registered, ws.calls[registered], nil
 }
@@ -520,12 +520,12 @@ func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (mcpwire.CallP
 func renameTool(body []byte, registered string) ([]byte, *ladder.Error) {
 	var generic map[string]any
 	if err := json.Unmarshal(body, &generic); err != nil {
-		return nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "INVALID_JSON", Hint: err.Error()}
+		return nil, &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The tools/call params are not valid JSON.", Hint: err.Error()}
 	}
 	generic["params"].(map[string]any)["name"] = registered
 	out, err := json.Marshal(generic)
 	if err != nil {
-		return nil, &ladder.Error{Code: ladder.CodeInternal, Message: "INTERNAL", Hint: "retry"}
+		return nil, &ladder.Error{Code: ladder.CodeInternal, Message: "The tools/call request could not be re-encoded, so nothing was done.", Hint: "retry"}
 	}
 	return out, nil
 }
@@ -551,7 +551,7 @@ func (h *Handler) notServed(workspace, name string) *ladder.Error {
 	}
 	for _, c := range w.Capabilities {
 		if !c.Served && (c.ID == name || portable(c.ID) == name) {
-			return &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+			return &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "The capability is declared but not served yet, so nothing was done.", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
 		}
 	}
 	return nil

@@ -20,6 +20,6 @@ func checkID(id json.RawMessage) *ladder.Error {
 	if ierr == nil {
 		return nil
 	}
-	return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "INVALID_ARGUMENT", Hint: ierr.Error(),
+	return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The request id would not come back unchanged.", Hint: ierr.Error(),
 		RPCCode: jsonrpc.CodeInvalidRequest, Data: map[string]any{"field": "id"}}
 }

@@ -37,7 +37,8 @@ type toolDef struct {
 	annotations sdk.ToolAnnotations
 	// call runs the tool for an agent of one workspace. It returns the text
 	// content, the structured content, or an error (a *ladder.Error becomes
-	// an isError result when the model can fix it, a JSON-RPC error else).
+	// an isError result when the model can fix it, a JSON-RPC error else;
+	// structured content returned with it goes into the isError result).
 	call func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error)
 }
 
@@ -280,7 +281,8 @@ func (h *Handler) runner(name string, call func(ctx context.Context, p ladder.Pr
 				if e.Hint != "" {
 					msg += " Hint: " + e.Hint
 				}
-				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}, nil
+				// A refusal that is a recorded verdict carries it, as REST's data does.
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}, StructuredContent: structured}, nil
 			}
 			return nil, toRPCError(e)
 		}

@@ -112,7 +112,7 @@ func (s *Service) ListApprovals(ctx context.Context, p ladder.Principal, status,
 // approvalNotFound is the answer for an approval that is not this workspace's (or
 // not this agent's): the same either way, so nothing leaks.
 func approvalNotFound(id string) error {
-	return ladder.NotFound(ladder.CodeApprovalNotFound, fmt.Sprintf("no approval %q for this key", id),
+	return ladder.NotFound(ladder.CodeApprovalNotFound, fmt.Sprintf("No approval %q for this key.", id),
 		"use the approval_id a capability call returned")
 }
 
@@ -147,13 +147,13 @@ func (s *Service) pendingFor(ctx context.Context, p ladder.Principal, id string)
 	case ladder.ApprovalExpired:
 		return a, approvalExpired(id, a.ExpiresAt)
 	}
-	return a, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided already: it is %s", id, a.Status),
+	return a, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("Approval %s was decided already: it is %s.", id, a.Status),
 		Hint: "reload the inbox; someone else decided it", Data: map[string]any{"status": a.Status, "decided_by": a.DecidedBy}}
 }
 
 // approvalExpired is the refusal of a decision on an expired approval.
 func approvalExpired(id string, at time.Time) error {
-	return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired at %s before anyone decided", id, at.Format(time.RFC3339)),
+	return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("Approval %s expired at %s before anyone decided.", id, at.Format(time.RFC3339)),
 		Hint: "nothing ran; the agent sees expired and may ask again"}
 }
 
@@ -214,11 +214,11 @@ func (s *Service) decideErr(id string, err error) error {
 	if errors.Is(err, ladder.ErrExpired) {
 		// The deadline passed, by the store's clock, before the decision
 		// committed: the expiry committed instead.
-		return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("approval %s expired before the decision was recorded", id),
+		return &ladder.Error{Code: ladder.CodeApprovalExpired, Message: fmt.Sprintf("Approval %s expired before the decision was recorded.", id),
 			Hint: "nothing ran; the agent sees expired and may ask again"}
 	}
 	if errors.Is(err, ladder.ErrConflict) {
-		return &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s was decided by someone else a moment ago", id),
+		return &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("Approval %s was decided by someone else a moment ago.", id),
 			Hint: "reload the inbox; it ran (or closed) once, as decided first"}
 	}
 	return storeErr("decide approval", err)
@@ -237,7 +237,7 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	}
 	c, ok := s.FindCapability(p.Workspace, a.Capability)
 	if !ok {
-		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "reject the request"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("Capability %s is no longer in the config.", a.Capability), Hint: "reject the request"}
 	}
 	edited := false
 	if len(bytes.TrimSpace(req.Payload)) > 0 {
@@ -298,17 +298,17 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (lad
 		return ladder.ApprovalView{}, storeErr("get approval", err)
 	}
 	if a.Status != ladder.ApprovalApproved || a.ExecError == "" {
-		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("approval %s is %s and has no failed execution to retry", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeApprovalClosed, Message: fmt.Sprintf("Approval %s is %s and has no failed execution to retry.", id, a.Status), Hint: "only an approved call whose execution failed can be retried"}
 	}
 	if outcomeUnknownOf(a) {
 		// It may have run: running it again is not a retry.
-		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeOutcomeUnknown, Message: fmt.Sprintf("approval %s's call %s has an unknown outcome, so it is not retried", id, a.CallID),
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeOutcomeUnknown, Message: fmt.Sprintf("Approval %s's call %s has an unknown outcome, so it is not retried.", id, a.CallID),
 			Hint: "it may or may not have run upstream: check the upstream system for call " + a.CallID + "; if it did not run, the agent may request it again",
 			Data: map[string]any{"approval_id": a.ID, "call_id": a.CallID}}
 	}
 	c, ok := s.FindCapability(p.Workspace, a.Capability)
 	if !ok {
-		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("capability %s is no longer in the config", a.Capability), Hint: "nothing to retry"}
+		return ladder.ApprovalView{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: fmt.Sprintf("Capability %s is no longer in the config.", a.Capability), Hint: "nothing to retry"}
 	}
 	now := ladder.NormTime(s.now())
 	b := a
@@ -397,7 +397,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 				data[k] = le.Data[k]
 			}
 		}
-		return s.view(got), &ladder.Error{Code: le.Code, Message: fmt.Sprintf("approved, but the call did not run: %s", b.ExecError), Hint: hint, Data: data}
+		return s.view(got), &ladder.Error{Code: le.Code, Message: fmt.Sprintf("Approved, but the call did not run: %s.", b.ExecError), Hint: hint, Data: data}
 	}
 	return s.view(got), nil
 }
@@ -416,7 +416,7 @@ func (s *Service) gateApprovedPayload(ctx context.Context, p ladder.Principal, c
 		return ladder.GateResult{}, err
 	}
 	if g.GateState != gate.StatePass {
-		return g, &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD",
+		return g, &ladder.Error{Code: ladder.CodeGateHeld, Message: "The evidence bound to this approval did not pass the gate, so the call did not run.",
 			Hint: fmt.Sprintf("the evidence bound to this approval got %s (%s) for the payload that would run", g.GateState, g.ReasonCode),
 			Data: map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "human_readable": g.HumanReadable}}
 	}

@@ -115,7 +115,7 @@ func (c *Caller) CallCapability(ctx context.Context, id string, args map[string]
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return ladder.CallResult{}, ladder.Errorf(ladder.CodeInvalidJSON, "send arguments that encode as JSON", "encode arguments: %v", err)
+		return ladder.CallResult{}, ladder.Errorf(ladder.CodeInvalidJSON, "send arguments that encode as JSON", "The arguments do not encode as JSON: %v.", err)
 	}
 	return c.svc.CallCapability(ctx, c.p, id, raw)
 }

@@ -58,7 +58,7 @@ type capabilityArgs struct {
 }
 
 func argError(field, msg, hint string) *ladder.Error {
-	return ladder.InvalidField(field, field+": "+msg, hint)
+	return ladder.InvalidField(field, fmt.Sprintf("The argument %s %s.", field, msg), hint)
 }
 
 // splitArgs reads tools/call arguments (or a REST body): the payload, the
@@ -122,6 +122,11 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		if a.scope[f] == "" {
 			return a, argError(f, "is required", fmt.Sprintf("send the %s this call is for; the tool's input schema lists the scope fields", f))
 		}
+	}
+	if _, ok := a.payload[argEvidence]; ok && c.Gate != nil {
+		// Evidence has one place, the evidence argument the gate scores;
+		// inside the payload it would reach the upstream unscored.
+		return a, argError("payload.evidence", "is not a payload field: evidence goes in the evidence argument, beside the payload", fmt.Sprintf("send the evidence for %s/%s once, as the top-level evidence argument", c.Gate.Case, c.Gate.Fn))
 	}
 	if c.Gate != nil && len(a.evidence) == 0 {
 		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call list_precondition_functions with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
@@ -216,13 +221,17 @@ func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload
 		field := "payload"
 		props, _ := c.Payload["properties"].(map[string]any)
 		msg := err.Error()
+		// Name the field the validator names first, so the answer does not
+		// depend on map order when several are at fault.
+		first := len(msg)
 		for name := range props {
-			if strings.Contains(msg, "\""+name+"\"") || strings.Contains(msg, "/"+name) {
-				field = "payload." + name
-				break
+			for _, spelled := range []string{"\"" + name + "\"", "/" + name} {
+				if i := strings.Index(msg, spelled); i >= 0 && i < first {
+					first, field = i, "payload."+name
+				}
 			}
 		}
-		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s does not match the payload schema of %s: %s", field, c.ID, msg),
+		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The payload does not match the payload schema of %s at %s: %s.", c.ID, field, msg),
 			Hint: "fix the field; the tool's input schema describes every payload field", Data: map[string]any{"field": field}}
 	}
 	return nil
@@ -234,8 +243,8 @@ func (s *Service) checkScope(workspace string, scope map[string]string) error {
 	w := s.workspaces[workspace]
 	for field, v := range scope {
 		if !slices.Contains(w.Scopes[field], v) {
-			return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: "WORKSPACE_REFUSED",
-				Hint: fmt.Sprintf("the %s is not one of this key's workspace; use a key of the workspace it belongs to", field)}
+			return &ladder.Error{Code: ladder.CodeWorkspaceRefused, Message: fmt.Sprintf("The %s sent does not belong to this key's workspace, so nothing was done.", field),
+				Hint: fmt.Sprintf("send a %s of this key's workspace, or use a key of the workspace the %s belongs to", field, field)}
 		}
 	}
 	return nil
@@ -275,10 +284,10 @@ func itemFor(c ladder.Capability, a capabilityArgs) (string, error) {
 func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (ladder.CallResult, error) {
 	c, ok := s.FindCapability(p.Workspace, name)
 	if !ok {
-		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "UNKNOWN_CAPABILITY", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
+		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "There is no capability of that name in this workspace.", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
 	}
 	if !c.Served {
-		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "CAPABILITY_NOT_SERVED", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
+		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "The capability is declared but not served yet, so nothing was done.", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
 	}
 	a, err := splitArgs(c, raw)
 	if err != nil {
@@ -448,7 +457,7 @@ func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Cap
 		bound[field], _ = gate.BoundValue(v)
 	}
 	sum := sha256.Sum256(canonical)
-	return s.authorize(ctx, p, ladder.AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, bound, hex.EncodeToString(sum[:]))
+	return s.authorize(ctx, p, ladder.AuthorizeRequest{Case: c.Gate.Case, PreconditionFn: c.Gate.Fn, Evidence: evidence}, false, bound, hex.EncodeToString(sum[:]))
 }
 
 // held answers a call the evidence gate did not pass: nothing runs. A
@@ -456,11 +465,11 @@ func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Cap
 // (and approve only once the evidence passes); evidence that names another
 // action leaves none, since no verdict on it can ever authorize this one.
 func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approval, g ladder.GateResult, res ladder.CallResult) error {
-	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "Q": g.Q,
+	data := map[string]any{"gate_state": g.GateState, "reason_code": g.ReasonCode, "decision_id": g.DecisionID, "authorized": false, "Q": g.Q,
 		"cq_scores": g.CQScores, "human_readable": g.HumanReadable, "route_id": res.RouteID}
 	hint := "nothing ran; improve the evidence (list_precondition_functions shows what counts)"
 	if g.ReasonCode == gate.ReasonEvidenceNotBound {
-		return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+		return &ladder.Error{Code: ladder.CodeGateHeld, Message: "The evidence gate held the call, so nothing ran.", Data: data,
 			Hint: "nothing ran; the evidence names another action than the payload: send evidence gathered for this very action"}
 	}
 	ap.Kind, ap.GateDecisionID, ap.GateState = ladder.ApprovalEscalate, g.DecisionID, g.GateState
@@ -470,7 +479,7 @@ func (s *Service) held(ctx context.Context, p ladder.Principal, ap ladder.Approv
 		return err
 	}
 	data["approval_id"] = rec.ID
-	return &ladder.Error{Code: ladder.CodeGateHeld, Message: "GATE_HELD", Data: data,
+	return &ladder.Error{Code: ladder.CodeGateHeld, Message: "The evidence gate held the call, so nothing ran.", Data: data,
 		Hint: hint + ", or wait for a person to decide approval " + rec.ID + " (it runs only once its evidence passes)"}
 }
 
@@ -517,7 +526,7 @@ func needsPerson(step, routeID string, lane ladder.Lane, proposal string) error 
 	if lane == ladder.LaneShadow {
 		data["proposal_recorded"] = proposal != ""
 	}
-	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON",
+	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: fmt.Sprintf("Step %s is in %s, so a person does this work and nothing ran.", step, lane),
 		Hint: fmt.Sprintf("%s is in %s: a person does this work; do not act. Your proposal was recorded for comparison where the step is in shadow", step, lane),
 		Data: data}
 }
@@ -613,7 +622,7 @@ func sameRequest(key string, first, this request, idField, id string) error {
 		return nil
 	}
 	return &ladder.Error{Code: ladder.CodeIdempotencyKeyUsed,
-		Message: fmt.Sprintf("idempotency_key %q was used before with another %s.", key, what),
+		Message: fmt.Sprintf("The idempotency_key %q was used before with another %s.", key, what),
 		Hint:    "nothing ran; send a new idempotency_key for a different action, or repeat the first " + what + " exactly to get the first answer",
 		Data:    map[string]any{idField: id, "field": "idempotency_key"}}
 }
@@ -677,7 +686,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	if xerr != nil {
 		le := ladder.AsError(xerr)
 		if le.Code == ladder.CodeInternal {
-			le = &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: "the upstream call failed", Hint: "the failure was recorded; check the upstream", Err: xerr}
+			le = &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: "The upstream call failed.", Hint: "the failure was recorded; check the upstream", Err: xerr}
 		}
 		got.Status, got.ErrorCode = ladder.CallFailed, le.Code
 		got.Error = le.Message
@@ -708,7 +717,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 		for k, v := range le.Data {
 			data[k] = v
 		}
-		return ladder.CallResult{}, &ladder.Error{Code: le.Code, Message: string(le.Code), Hint: le.Message + "; " + le.Hint, Data: data, Err: le.Err}
+		return ladder.CallResult{}, &ladder.Error{Code: le.Code, Message: fmt.Sprintf("The call was recorded as failed (%s), so it did not take effect.", le.Code), Hint: le.Message + " " + le.Hint, Data: data, Err: le.Err}
 	}
 	res.Status, res.Result = ladder.CallResultExecuted, got.Result
 	res.Message = fmt.Sprintf("%s ran (call %s).", c.ID, got.ID)
@@ -734,11 +743,11 @@ func (s *Service) replay(first ladder.Call, res ladder.CallResult) (ladder.CallR
 		res.Message = fmt.Sprintf("%s ran earlier with this idempotency_key (call %s); this is its result, and nothing ran again.", first.Capability, first.ID)
 		return res, nil
 	case ladder.CallFailed:
-		return ladder.CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: string(first.ErrorCode),
+		return ladder.CallResult{}, &ladder.Error{Code: first.ErrorCode, Message: fmt.Sprintf("The earlier call with this idempotency_key failed (%s).", first.ErrorCode),
 			Hint: "the earlier call with this idempotency_key failed: " + first.Error + "; use a new idempotency_key to try again",
 			Data: map[string]any{"call_id": first.ID, "replayed": true}}
 	}
-	return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "CONFLICT",
+	return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "A call with this idempotency_key is still running.",
 		Hint: "a call with this idempotency_key is still running; wait, then call again with the same key to get its result",
 		Data: map[string]any{"call_id": first.ID}}
 }

@@ -26,7 +26,7 @@ func (c cursor) encode(seq int64) string {
 }
 
 func (c cursor) decode(s string) (int64, error) {
-	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued", Hint: c.hint, Data: map[string]any{"field": "cursor"}}
+	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "The cursor is not one this server issued.", Hint: c.hint, Data: map[string]any{"field": "cursor"}}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return 0, bad

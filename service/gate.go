@@ -72,9 +72,9 @@ func (s *Service) GateFunctions(workspace, caseID string) (ladder.GateFunctionsV
 }
 
 func unknownCase(caseID string, valid []string) *ladder.Error {
-	msg := fmt.Sprintf("no gate case %q in this workspace", caseID)
+	msg := fmt.Sprintf("There is no gate case %q in this workspace.", caseID)
 	if caseID == "" {
-		msg = "case is required"
+		msg = "The case field is required."
 	}
 	hint := "call list_precondition_functions without a case to see every case of this workspace and its functions"
 	if len(valid) == 0 {
@@ -108,17 +108,19 @@ func GateResultOf(d ladder.GateDecisionRecord) ladder.GateResult {
 // returned.
 //
 // Refusals: UNKNOWN_CASE and UNKNOWN_FUNCTION (the hint lists the valid
-// names), EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
+// names), INVALID_ARGUMENT naming evidence when none was sent,
+// EVIDENCE_INVALID naming the field, and BYPASS_TO_HUMAN for a
 // commit a person always makes — that refusal is recorded too, and carries
 // its decision_id.
 func (s *Service) Authorize(ctx context.Context, p ladder.Principal, req ladder.AuthorizeRequest) (ladder.GateResult, error) {
-	return s.authorize(ctx, p, req, nil, "")
+	return s.authorize(ctx, p, req, true, nil, "")
 }
 
 // authorize is Authorize for an action: bound holds the evidence fields
 // that must name what the action acts on (gate.AuthorizeBound), and
-// payloadHash, recorded with the decision, the action's payload.
-func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.AuthorizeRequest, bound map[string]string, payloadHash string) (ladder.GateResult, error) {
+// payloadHash, recorded with the decision, the action's payload. With
+// needEvidence, absent evidence is refused rather than scored.
+func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.AuthorizeRequest, needEvidence bool, bound map[string]string, payloadHash string) (ladder.GateResult, error) {
 	g := s.gateOf(p.Workspace)
 	valid := caseIDs(g)
 	if req.Case == "" || g == nil {
@@ -130,7 +132,14 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.
 	}
 	d, err := g.AuthorizeBound(req.Case, req.PreconditionFn, ev, bound)
 	var le *gate.LookupError
+	var ee *gate.EvidenceError
 	switch {
+	case needEvidence && absent(req.Evidence) && (err == nil || errors.As(err, &ee)):
+		// Absent evidence is a caller's mistake, not empty evidence (which
+		// {} sends): scoring it would record an ESCALATE nobody asked for.
+		// Checked after the lookup, so a bad case or function is named first.
+		return ladder.GateResult{}, ladder.InvalidField("evidence", "The evidence field is missing; authorize scores the evidence sent for the commit.",
+			"send evidence as an object whose fields are the evidence_schema properties list_precondition_functions shows ({} sends no evidence)")
 	case err == nil:
 	case errors.As(err, &le) && errors.Is(err, gate.ErrBypassToHuman):
 		// The refusal is a decision too: record it under the name asked.
@@ -140,27 +149,27 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.
 			return ladder.GateResult{}, werr
 		}
 		return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeBypassToHuman,
-			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s)", le.Name, le.Case, rec.ReasonCode, rec.ID),
+			Message: fmt.Sprintf("A person must decide commit %s of case %s; evidence alone never authorizes it (gate_state BYPASS_TO_HUMAN, reason_code %s, decision_id %s).", le.Name, le.Case, rec.ReasonCode, rec.ID),
 			Hint:    "do not perform this action; ask a person to make this commit. To see what evidence can authorize, call list_precondition_functions",
-			Data:    map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false}}
+			Data: map[string]any{"field": "precondition_fn", "gate_state": rec.GateState, "reason_code": rec.ReasonCode, "decision_id": rec.ID, "authorized": false,
+				"action_id": rec.ActionID, "at": rec.At}}
 	case errors.As(err, &le) && errors.Is(err, gate.ErrUnknownCase):
 		return ladder.GateResult{}, unknownCase(req.Case, valid)
 	case errors.As(err, &le):
-		msg := fmt.Sprintf("no precondition function %q in case %s", req.PreconditionFn, req.Case)
+		msg := fmt.Sprintf("There is no precondition function %q in case %s.", req.PreconditionFn, req.Case)
 		if req.PreconditionFn == "" {
-			msg = "precondition_fn is required"
+			msg = "The precondition_fn field is required."
 		}
 		return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeUnknownFunction, Message: msg,
 			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects; valid precondition_fn values: %s", req.Case, strings.Join(le.Valid, ", ")),
 			Data: map[string]any{"field": "precondition_fn", "valid": le.Valid}}
 	default:
-		var ee *gate.EvidenceError
 		if errors.As(err, &ee) {
 			field := "evidence"
 			if ee.Field != "" {
 				field = "evidence." + ee.Field
 			}
-			return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: gate.Redact(ee.Error()),
+			return ladder.GateResult{}, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "The evidence does not match the function's schema: " + gate.Redact(ee.Error()) + ".",
 				Hint: fmt.Sprintf("fix %s and call again; list_precondition_functions with case %q shows the evidence schema of %s", field, req.Case, req.PreconditionFn),
 				Data: map[string]any{"field": field}}
 		}
@@ -173,6 +182,12 @@ func (s *Service) authorize(ctx context.Context, p ladder.Principal, req ladder.
 	return GateResultOf(rec), nil
 }
 
+// absent reports whether no evidence was sent (no field, or null).
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
 // decodeEvidence reads the evidence object; anything but an object (or
 // nothing) is EVIDENCE_INVALID.
 func decodeEvidence(raw json.RawMessage) (map[string]any, error) {
@@ -182,7 +197,7 @@ func decodeEvidence(raw json.RawMessage) (map[string]any, error) {
 	}
 	var ev map[string]any
 	if raw[0] != '{' || json.Unmarshal(raw, &ev) != nil {
-		return nil, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "evidence must be a JSON object",
+		return nil, &ladder.Error{Code: ladder.CodeEvidenceInvalid, Message: "The evidence must be a JSON object.",
 			Hint: "send evidence as an object whose fields are the evidence_schema properties list_precondition_functions shows, e.g. {\"filing_license_verified\": true}",
 			Data: map[string]any{"field": "evidence"}}
 	}
@@ -234,7 +249,7 @@ func gateStoreErr(err error) error {
 	if errors.As(e, &le) && le.Code == ladder.CodeAuditUnavailable {
 		return le
 	}
-	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the gate decision could not be written to the audit log, so no verdict is given", Hint: "treat the action as not authorized and retry shortly", Err: err}
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The gate decision could not be written to the audit log, so no verdict is given.", Hint: "treat the action as not authorized and retry shortly", Err: err}
 }
 
 // secretFields are evidence keys whose string values are secrets whatever
@@ -286,13 +301,13 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req ladder.
 	case limit == 0:
 		limit = DefaultGateHistoryLimit
 	case limit < 1 || limit > MaxGateHistoryLimit:
-		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("limit %d is out of range 1–%d", req.Limit, MaxGateHistoryLimit),
+		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The limit %d is out of range 1–%d.", req.Limit, MaxGateHistoryLimit),
 			Hint: fmt.Sprintf("send a limit from 1 to %d (default %d) and page on with next_cursor", MaxGateHistoryLimit, DefaultGateHistoryLimit), Data: map[string]any{"field": "limit"}}
 	}
 	switch req.GateState {
 	case "", gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman:
 	default:
-		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN", req.GateState),
+		return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The gate_state %q is not allowed; allowed values: PASS, ESCALATE, BYPASS_TO_HUMAN.", req.GateState),
 			Hint: "send one of PASS, ESCALATE, BYPASS_TO_HUMAN, or leave gate_state out", Data: map[string]any{"field": "gate_state", "allowed": []string{gate.StatePass, gate.StateEscalate, gate.StateBypassToHuman}}}
 	}
 	q := ladder.GateHistoryQuery{Workspace: workspace, Case: req.Case, PreconditionFn: req.PreconditionFn, ActionID: req.ActionID, GateState: req.GateState}
@@ -306,7 +321,7 @@ func (s *Service) GateHistory(ctx context.Context, workspace string, req ladder.
 		}
 		t, err := time.Parse(time.RFC3339Nano, tf.in)
 		if err != nil {
-			return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("%s %q is not an RFC 3339 time", tf.name, tf.in),
+			return ladder.GateHistoryPage{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The %s %q is not an RFC 3339 time.", tf.name, tf.in),
 				Hint: fmt.Sprintf("send %s like 2026-09-01T00:00:00Z", tf.name), Data: map[string]any{"field": tf.name}}
 		}
 		// Stored times are whole microseconds; rounding a bound up keeps

@@ -341,7 +341,7 @@ func encodeInboxCursor(pos [3]int64) string {
 }
 
 func decodeInboxCursor(s string) ([3]int64, error) {
-	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "the cursor is not one this server issued",
+	bad := &ladder.Error{Code: ladder.CodeBadCursor, Message: "The cursor is not one this server issued.",
 		Hint: "follow the inbox's link to older items unchanged, or leave cursor out for the newest", Data: map[string]any{"field": "cursor"}}
 	var pos [3]int64
 	raw, err := base64.RawURLEncoding.DecodeString(s)

@@ -15,9 +15,9 @@ import (
 // which — by key id, never the secret.
 func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Principal, error) {
 	if token == "" {
-		return ladder.Principal{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: "no key was sent", Hint: "send the header Authorization: Bearer ldr_<id>_<secret> with a key of this workspace"}
+		return ladder.Principal{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: "No key was sent.", Hint: "send the header Authorization: Bearer ldr_<id>_<secret> with a key of this workspace"}
 	}
-	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "the key is not valid", Hint: "check the key; it may be revoked or expired — ask an admin for a new one (ladder keys create)"}
+	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one (ladder keys create)"}
 	id, hash, err := ladder.ParseKeyToken(token)
 	if err != nil {
 		s.log.InfoContext(ctx, "key refused", "reason", "malformed")
@@ -52,17 +52,17 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Princi
 // local command).
 func (s *Service) CreateKey(ctx context.Context, actor string, req ladder.KeyRequest) (ladder.Key, string, error) {
 	if !req.Kind.Valid() {
-		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use kind agent, human or admin", "kind %q is not a key kind", req.Kind)
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use kind agent, human or admin", "The kind %q is not a key kind.", req.Kind)
 	}
 	if req.Workspace == AllWorkspaces {
 		if req.Kind != ladder.KeyAdmin {
-			return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "name one workspace for agent and human keys", "only an admin key may span every workspace (%q)", AllWorkspaces)
+			return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "name one workspace for agent and human keys", "Only an admin key may span every workspace (%q).", AllWorkspaces)
 		}
 	} else if _, ok := s.workspaces[req.Workspace]; !ok {
-		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use one of: "+strings.Join(s.order, ", "), "workspace %q is not in the config", req.Workspace)
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "use one of: "+strings.Join(s.order, ", "), "The workspace %q is not in the config.", req.Workspace)
 	}
 	if req.ExpiresIn < 0 {
-		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "give a positive duration such as 720h", "expiry %s is in the past", req.ExpiresIn)
+		return ladder.Key{}, "", ladder.Errorf(ladder.CodeInvalidArgument, "give a positive duration such as 720h", "The expiry %s is in the past.", req.ExpiresIn)
 	}
 	id, token, hash := ladder.NewKeyToken()
 	now := ladder.NormTime(s.now())
@@ -95,7 +95,7 @@ func (s *Service) ListKeys(ctx context.Context, workspace string) ([]ladder.Key,
 func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladder.Key, error) {
 	k, err := s.store.GetKey(ctx, id)
 	if errors.Is(err, ladder.ErrNotFound) || (err == nil && scope != AllWorkspaces && k.Workspace != scope) {
-		return ladder.Key{}, ladder.Errorf(ladder.CodeNotFound, "list keys with `ladder keys list` and use an id from it", "no key %q", id)
+		return ladder.Key{}, ladder.Errorf(ladder.CodeNotFound, "list keys with `ladder keys list` and use an id from it", "No key %q.", id)
 	}
 	if err != nil {
 		return ladder.Key{}, storeErr("get key", err)

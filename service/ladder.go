@@ -106,10 +106,10 @@ func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepStat
 // is decided afresh (DESIGN.md §4).
 func (s *Service) Route(ctx context.Context, p ladder.Principal, req ladder.RouteRequest) (ladder.Route, error) {
 	if strings.TrimSpace(req.Item) == "" {
-		return ladder.Route{}, ladder.InvalidField("item", "item is required", "give the id of the work item, e.g. the bill number")
+		return ladder.Route{}, ladder.InvalidField("item", "The item field is required.", "give the id of the work item, e.g. the bill number")
 	}
 	if len(req.Item) > 512 {
-		return ladder.Route{}, ladder.InvalidField("item", "item is longer than 512 characters", "send the item's id, not its content")
+		return ladder.Route{}, ladder.InvalidField("item", "The item is longer than 512 characters.", "send the item's id, not its content")
 	}
 	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
 	if err != nil {
@@ -118,7 +118,7 @@ func (s *Service) Route(ctx context.Context, p ladder.Principal, req ladder.Rout
 	var features json.RawMessage
 	if len(req.Features) > 0 {
 		if features, err = ladder.CanonicalJSON(req.Features); err != nil {
-			return ladder.Route{}, ladder.InvalidField("features", "features is not valid JSON", "send features as a JSON object")
+			return ladder.Route{}, ladder.InvalidField("features", "The features are not valid JSON.", "send features as a JSON object")
 		}
 	}
 	return s.routeItem(ctx, p, st, req.Item, features)
@@ -170,7 +170,7 @@ func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.S
 // laneChanging is the refusal when a step's lane kept changing under one
 // decision: nothing was recorded, and a retry decides under the new lane.
 func laneChanging(st ladder.Step) error {
-	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("the lane of %s changed while this was being decided, so nothing was done", st.Name),
+	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("The lane of %s changed while this was being decided, so nothing was done.", st.Name),
 		Hint: "retry; the step's new lane decides (which_steps_run_alone shows it)"}
 }
 
@@ -180,17 +180,17 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	req.Note = gate.Redact(req.Note) // DESIGN.md §8: secrets in notes never reach the log or a response
 	v := ladder.Verdict(req.Verdict)
 	if v != ladder.VerdictAgree && v != ladder.VerdictDisagree {
-		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("verdict %q is not allowed; allowed values: agree, disagree", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
+		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The verdict %q is not allowed; allowed values: agree, disagree.", req.Verdict), Hint: `send "verdict": "agree" or "disagree"`, Data: map[string]any{"field": "verdict", "allowed": []string{"agree", "disagree"}}}
 	}
 	if req.Severity != 0 && (req.Severity < 1 || req.Severity > 3) {
-		return ladder.ReviewResult{}, ladder.InvalidField("severity", fmt.Sprintf("severity %d is out of range; allowed values: 1, 2, 3", req.Severity), "1 is the most severe; leave it out for an agreement")
+		return ladder.ReviewResult{}, ladder.InvalidField("severity", fmt.Sprintf("The severity %d is out of range; allowed values: 1, 2, 3.", req.Severity), "1 is the most severe; leave it out for an agreement")
 	}
 	if v == ladder.VerdictAgree && req.Severity != 0 {
-		return ladder.ReviewResult{}, ladder.InvalidField("severity", "severity applies to disagreements only", "leave severity out, or send verdict disagree")
+		return ladder.ReviewResult{}, ladder.InvalidField("severity", "A severity applies to disagreements only.", "leave severity out, or send verdict disagree")
 	}
 	route, err := s.store.GetRoute(ctx, p.Workspace, routeID)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", routeID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", routeID), "use the route_id returned by POST /v1/route or route_item")
 	}
 	if err != nil {
 		return ladder.ReviewResult{}, storeErr("get route", err)
@@ -212,7 +212,7 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	if len(req.Correction) > 0 {
 		c, err := ladder.CanonicalJSON(req.Correction)
 		if err != nil {
-			return ladder.ReviewResult{}, ladder.InvalidField("correction", "correction is not valid JSON", "send the corrected output as JSON")
+			return ladder.ReviewResult{}, ladder.InvalidField("correction", "The correction is not valid JSON.", "send the corrected output as JSON")
 		}
 		rv.Correction = c
 	}
@@ -242,9 +242,9 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
 	switch {
 	case errors.Is(err, ladder.ErrConflict):
-		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "this route was reviewed already", Hint: `to overrule the first review, send "adjudication": true`}
+		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "This route was reviewed already.", Hint: `to overrule the first review, send "adjudication": true`}
 	case errors.Is(err, ladder.ErrNotFound):
-		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
 	case err != nil:
 		return ladder.ReviewResult{}, storeErr("record review", err)
 	}
@@ -314,13 +314,13 @@ func roundNumbers(m map[string]float64) map[string]float64 {
 // RecordOutcome records an item's downstream result for the outcome test.
 func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req ladder.OutcomeRequest) (ladder.Outcome, error) {
 	if req.HandledBy != ladder.HandledByAgent && req.HandledBy != ladder.HandledByPerson {
-		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("handled_by %q is not allowed; allowed values: agent, person", req.HandledBy), Hint: "say who handled the item", Data: map[string]any{"field": "handled_by", "allowed": []string{"agent", "person"}}}
+		return ladder.Outcome{}, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The handled_by value %q is not allowed; allowed values: agent, person.", req.HandledBy), Hint: "say who handled the item", Data: map[string]any{"field": "handled_by", "allowed": []string{"agent", "person"}}}
 	}
 	if req.OK == nil {
-		return ladder.Outcome{}, ladder.InvalidField("ok", "ok is required", "send ok: true when the item had no downstream failure (no dispute, no re-rate)")
+		return ladder.Outcome{}, ladder.InvalidField("ok", "The ok field is required.", "send ok: true when the item had no downstream failure (no dispute, no re-rate)")
 	}
 	if strings.TrimSpace(req.Item) == "" {
-		return ladder.Outcome{}, ladder.InvalidField("item", "item is required", "give the id of the work item")
+		return ladder.Outcome{}, ladder.InvalidField("item", "The item field is required.", "give the id of the work item")
 	}
 	st, err := s.FindStep(p.Workspace, req.Queue, req.Step)
 	if err != nil {
@@ -342,7 +342,7 @@ func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req lad
 func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req ladder.PinRequest, pin bool) (ladder.StepState, error) {
 	req.Reason = gate.Redact(req.Reason) // DESIGN.md §8: secrets in notes never reach the log or a response
 	if strings.TrimSpace(req.Reason) == "" {
-		return ladder.StepState{}, ladder.InvalidField("reason", "reason is required", "say why, in a sentence; it is shown in the evidence pack")
+		return ladder.StepState{}, ladder.InvalidField("reason", "The reason field is required.", "say why, in a sentence; it is shown in the evidence pack")
 	}
 	st, err := s.FindStep(p.Workspace, queue, step)
 	if err != nil {
@@ -357,10 +357,10 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	if pin {
 		to = ladder.Lane(req.Lane)
 		if !to.Valid() {
-			return ladder.StepState{}, ladder.InvalidField("lane", fmt.Sprintf("lane %q is not allowed; allowed values: human_only, shadow, propose, auto", req.Lane), "name the lane to pin the step to")
+			return ladder.StepState{}, ladder.InvalidField("lane", fmt.Sprintf("The lane %q is not allowed; allowed values: human_only, shadow, propose, auto.", req.Lane), "name the lane to pin the step to")
 		}
 	} else if !state.Pinned {
-		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step is not pinned", Hint: "nothing to do; pin it first to hold it in a lane"}
+		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step is not pinned.", Hint: "nothing to do; pin it first to hold it in a lane"}
 	}
 	now := ladder.NormTime(s.now())
 	rule, kind := "pinned by a person", ladder.AuditPin
@@ -374,7 +374,7 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	}
 	got, err := s.store.SetLane(ctx, ladder.LaneWrite{Key: key, Change: ch, Pinned: pin, Reason: req.Reason, Audit: []ladder.AuditEntry{e}, IfVersion: state.Version})
 	if errors.Is(err, ladder.ErrConflict) {
-		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "the step changed while you were pinning it", Hint: "reload the step and try again"}
+		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step changed while you were pinning it.", Hint: "reload the step and try again"}
 	}
 	return got, storeErr("set lane", err)
 }

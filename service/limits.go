@@ -56,11 +56,11 @@ func (s *Service) Admit(p ladder.Principal) error {
 	now := time.Now() // wall clock: a bucket refills in real time
 	r := s.limits.get(p.KeyID).ReserveN(now, 1)
 	if !r.OK() {
-		return rateLimited(1, "this key sends more requests than the rate limit allows")
+		return rateLimited(1, "This key sends more requests than the rate limit allows.")
 	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return rateLimited(int(math.Ceil(d.Seconds())), "this key sends more requests than the rate limit allows")
+		return rateLimited(int(math.Ceil(d.Seconds())), "This key sends more requests than the rate limit allows.")
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func (s *Service) shadowNotRecorded(ctx context.Context, p ladder.Principal, rt 
 	}
 	s.log.WarnContext(ctx, "shadow proposal not recorded: "+why,
 		"workspace", p.Workspace, "key_id", p.KeyID, "queue", rt.Queue, "step", rt.Step, "route_id", rt.ID, "max_shadow", s.maxShadow)
-	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "STEP_NEEDS_PERSON", Hint: hint, Data: data}
+	return &ladder.Error{Code: ladder.CodeStepNeedsPerson, Message: "The step is in shadow, so a person does this work and nothing ran.", Hint: hint, Data: data}
 }
 
 // ShadowProposalsDropped counts the shadow proposals this process did not
@@ -102,7 +102,7 @@ func (s *Service) ShadowProposalsDropped() uint64 { return s.shadowDropped.Load(
 // tooManyPending is the refusal of a call that would add one more pending
 // approval to the n its key has, at or over the cap.
 func (s *Service) tooManyPending(n int) *ladder.Error {
-	return &ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("this key has %d approvals waiting for a person, the most it may have", s.maxPending),
+	return &ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("This key has %d approvals waiting for a person, the most it may have.", s.maxPending),
 		Hint: "nothing was done and no approval was created; wait until people decide the pending ones (approval_status tells you), then call again",
 		Data: map[string]any{"retry_after_seconds": 60, "pending": n, "max_pending": s.maxPending}}
 }

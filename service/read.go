@@ -59,7 +59,7 @@ func (s *Service) StepReviews(ctx context.Context, p ladder.Principal, queue, st
 func (s *Service) GetRoute(ctx context.Context, p ladder.Principal, id string) (ladder.Route, error) {
 	rt, err := s.store.GetRoute(ctx, p.Workspace, id)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ladder.Route{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("no route %q in this workspace", id),
+		return ladder.Route{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", id),
 			"use the route_id a route answer gave")
 	}
 	if err != nil {

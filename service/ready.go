@@ -192,7 +192,7 @@ func (p *writePath) probe(ctx context.Context, store ladder.Store, done chan<- e
 
 // notReady is Ready's answer while durable writes fail.
 func notReady(err error) *ladder.Error {
-	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "durable writes are failing: " + writeCause(err),
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "Durable writes are failing: " + writeCause(err) + ".",
 		Hint: "calls are refused with AUDIT_UNAVAILABLE until a write succeeds", Err: err}
 }
 

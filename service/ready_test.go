@@ -56,7 +56,7 @@ func TestReadyProbesOnceAtATime(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			err := s.Ready(t.Context())
-			if le := (*ladder.Error)(nil); !errors.As(err, &le) || le.Message != "durable writes are failing: writes do not finish in time" {
+			if le := (*ladder.Error)(nil); !errors.As(err, &le) || le.Message != "Durable writes are failing: writes do not finish in time." {
 				t.Errorf("Ready behind a stuck probe: %v", err)
 			}
 		})
@@ -125,7 +125,7 @@ func TestWriteCauseSaysNoSecrets(t *testing.T) {
 		{errors.New("open /var/lib/ladder/secret-path/ladder.db: something odd"), "the store cannot write"},
 	} {
 		got := notReady(tt.err)
-		if got.Message != "durable writes are failing: "+tt.want {
+		if got.Message != "Durable writes are failing: "+tt.want+"." {
 			t.Errorf("%v: %q, want %q", tt.err, got.Message, tt.want)
 		}
 		for _, leak := range []string{"10.1.2.3", "db.internal", "user=", "secret-path", "16384", "SQLSTATE"} {

@@ -159,13 +159,13 @@ func storeErr(op string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ladder.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the audit log cannot be written right now, so nothing was done", Hint: "retry shortly; the operator is alerted through /readyz and metrics", Err: fmt.Errorf("%s: %w", op, err)}
+		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be written right now, so nothing was done.", Hint: "retry shortly; the operator is alerted through /readyz and metrics", Err: fmt.Errorf("%s: %w", op, err)}
 	}
 	var le *ladder.Error
 	if errors.As(err, &le) {
 		return le
 	}
-	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "the store failed, so nothing was done", Hint: "retry shortly; if it persists, tell the operator", Err: fmt.Errorf("%s: %w", op, err)}
+	return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The store failed, so nothing was done.", Hint: "retry shortly; if it persists, tell the operator", Err: fmt.Errorf("%s: %w", op, err)}
 }
 
 // sortedKeys returns m's keys sorted.

@@ -272,7 +272,7 @@ func TestSameRequest(t *testing.T) {
 			le := ladder.AsError(err)
 			got := map[string]any{"code": le.Code, "message": le.Message, "data": le.Data}
 			want := map[string]any{"code": ladder.CodeIdempotencyKeyUsed,
-				"message": fmt.Sprintf("idempotency_key %q was used before with another %s.", "k1", tt.what),
+				"message": fmt.Sprintf("The idempotency_key %q was used before with another %s.", "k1", tt.what),
 				"data":    map[string]any{"call_id": "cl_1", "field": "idempotency_key"}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("sameRequest (-want +got):\n%s", diff)

@@ -17,7 +17,7 @@ import (
 // errSessionEnded is the answer for a session id that is unknown, revoked
 // or expired, or whose key can no longer sign in: the same for each, so a
 // caller learns nothing.
-var errSessionEnded = &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "the console session has ended",
+var errSessionEnded = &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The console session has ended.",
 	Hint: "sign in again with your human key; a session ends at sign-out, when its key is revoked or expires, and after its time"}
 
 // sessionIDLen is the length of a session id from ladder.NewSessionID.
@@ -35,7 +35,7 @@ func sessionTag(idHash []byte) string { return hex.EncodeToString(idHash[:6]) }
 func (s *Service) StartSession(ctx context.Context, p ladder.Principal, ttl time.Duration) (string, ladder.Session, error) {
 	if ladder.CheckKeyKind(p, ladder.KeyHuman) != nil {
 		// Sign-in refuses every other kind alike.
-		return "", ladder.Session{}, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "only a human key can sign in to the console", Hint: "use the human key of your workspace"}
+		return "", ladder.Session{}, &ladder.Error{Code: ladder.CodeKeyKindRefused, Message: "Only a human key can sign in to the console.", Hint: "use the human key of your workspace"}
 	}
 	if ttl <= 0 {
 		return "", ladder.Session{}, errors.New("start session: the session length must be positive")

@@ -54,11 +54,11 @@ func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) 
 				queues = append(queues, q.ID)
 			}
 		}
-		return ladder.Step{}, &ladder.Error{Code: ladder.CodeStepNotFound, Message: fmt.Sprintf("no queue %q in this workspace", queue),
+		return ladder.Step{}, &ladder.Error{Code: ladder.CodeStepNotFound, Message: fmt.Sprintf("No queue %q in this workspace.", queue),
 			Hint: "leave queue out, or use one of: " + strings.Join(queues, ", "), Data: map[string]any{"field": "queue"}}
 	}
 	if strings.TrimSpace(query) == "" {
-		return ladder.Step{}, ladder.InvalidField("step", "step is required", "give a step id (post_tms) or its plain name (Post to the TMS); which_steps_run_alone lists them")
+		return ladder.Step{}, ladder.InvalidField("step", "The step field is required.", "give a step id (post_tms) or its plain name (Post to the TMS); which_steps_run_alone lists them")
 	}
 	m := ladder.MatchStep(steps, query)
 	switch len(m) {
@@ -76,7 +76,7 @@ func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) 
 			names[i] = st.Name + " (" + st.ID + ")"
 		}
 		return ladder.Step{}, &ladder.Error{Code: ladder.CodeStepNotFound,
-			Message: fmt.Sprintf("%q matches %d steps: %s. Name one exactly.", query, len(m), strings.Join(names, "; ")),
+			Message: fmt.Sprintf("The name %q matches %d steps: %s. Name one exactly.", query, len(m), strings.Join(names, "; ")),
 			Hint:    "use the step id", Data: map[string]any{"candidates": names}}
 	}
 }

@@ -190,7 +190,7 @@ func (p *Pool) execute(ctx context.Context, x ladder.Executor, req Request) (Res
 		return Result{}, fmt.Errorf("executor kind %q", x.Kind)
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return res, &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("the upstream did not answer within %s", timeout),
+		return res, &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("The upstream did not answer within %s.", timeout),
 			Hint: "nothing was retried; check the upstream, then call again with the same idempotency_key", Err: err}
 	}
 	return res, err
@@ -213,7 +213,7 @@ func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Re
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url(x.URL), bytes.NewReader(body))
 	if err != nil {
-		return Result{}, upstreamFailed(0, "the upstream URL is not valid", err)
+		return Result{}, upstreamFailed(0, "The upstream URL is not valid.", err)
 	}
 	hr.Header = p.headers(x)
 	hr.Header.Set("Content-Type", "application/json")
@@ -222,15 +222,15 @@ func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Re
 	}
 	resp, err := p.http.Do(hr)
 	if err != nil {
-		return Result{}, upstreamFailed(0, "the upstream could not be reached", err)
+		return Result{}, upstreamFailed(0, "The upstream could not be reached.", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, "the upstream's answer could not be read", err)
+		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, "The upstream's answer could not be read.", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, fmt.Sprintf("the upstream answered HTTP %d", resp.StatusCode), errors.New(strings.TrimSpace(string(data))))
+		return Result{Status: resp.StatusCode}, upstreamFailed(resp.StatusCode, fmt.Sprintf("The upstream answered HTTP %d.", resp.StatusCode), errors.New(strings.TrimSpace(string(data))))
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte(`{}`)
@@ -334,7 +334,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		dec := json.NewDecoder(bytes.NewReader(req.Payload))
 		dec.UseNumber()
 		if err := dec.Decode(&args); err != nil || args == nil {
-			return Result{}, upstreamFailed(0, "the payload is not a JSON object", err)
+			return Result{}, upstreamFailed(0, "The payload is not a JSON object.", err)
 		}
 	}
 	for k, v := range req.Scope {
@@ -350,7 +350,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	)
 	for attempt := 1; ; attempt++ {
 		if s, err = p.session(ctx, x); err != nil {
-			return Result{}, upstreamFailed(0, "the upstream MCP server could not be reached", err)
+			return Result{}, upstreamFailed(0, "The upstream MCP server could not be reached.", err)
 		}
 		if s.direct {
 			ans, err = s.callTool(ctx, x.Tool, raw)
@@ -374,7 +374,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		if ctx.Err() == nil && !errors.As(err, &je) {
 			p.dropSession(x, s)
 		}
-		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s failed", x.Tool), err)
+		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s failed.", x.Tool), err)
 	}
 	var texts []string
 	for _, c := range ans.Content {
@@ -383,7 +383,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		}
 	}
 	if ans.IsError {
-		return Result{}, upstreamFailed(0, fmt.Sprintf("the upstream tool %s answered with an error: %s", x.Tool, strings.Join(texts, " ")), nil)
+		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s answered with an error: %s.", x.Tool, strings.Join(texts, " ")), nil)
 	}
 	if sc := bytes.TrimSpace(ans.StructuredContent); len(sc) > 0 && string(sc) != "null" {
 		var b bytes.Buffer
