@@ -6,9 +6,9 @@ import (
 	"unicode"
 )
 
-// normalize folds a step name for matching: lower case, letters and digits
+// FoldName folds a step name for matching: lower case, letters and digits
 // only, so "Decide hold/release" and "decide-hold release" compare equal.
-func normalize(s string) string {
+func FoldName(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -28,13 +28,13 @@ func MatchStep(steps []Step, query string) []Step {
 			return []Step{st}
 		}
 	}
-	q := normalize(query)
+	q := FoldName(query)
 	if q == "" {
 		return nil
 	}
 	var exact, contains []Step
 	for _, st := range steps {
-		n, id := normalize(st.Name), normalize(st.ID)
+		n, id := FoldName(st.Name), FoldName(st.ID)
 		switch {
 		case n == q || id == q:
 			exact = append(exact, st)
@@ -51,14 +51,14 @@ func MatchStep(steps []Step, query string) []Step {
 // NearestSteps returns up to n step names closest to query by edit distance
 // over the normalized names, for "did you mean" hints.
 func NearestSteps(steps []Step, query string, n int) []string {
-	q := normalize(query)
+	q := FoldName(query)
 	type scored struct {
 		name string
 		d    int
 	}
 	var all []scored
 	for _, st := range steps {
-		d := min(levenshtein(q, normalize(st.Name)), levenshtein(q, normalize(st.ID)))
+		d := min(levenshtein(q, FoldName(st.Name)), levenshtein(q, FoldName(st.ID)))
 		// Shared words pull a name closer: "fuel surcharge" is nearer to
 		// "Rate check" than its letters alone say only when words overlap.
 		for _, w := range strings.Fields(strings.ToLower(query)) {

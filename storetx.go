@@ -79,6 +79,14 @@ type WeekDelta struct {
 	Create bool
 }
 
+// Plus returns a with c's counts added (a's key, week and epoch stay).
+// Pooling weeks into a window and applying a signed delta are both this.
+func (a WeekAgg) Plus(c WeekAgg) WeekAgg {
+	a.N, a.Agreements, a.AuditN, a.AuditAgree = a.N+c.N, a.Agreements+c.Agreements, a.AuditN+c.AuditN, a.AuditAgree+c.AuditAgree
+	a.Sev1, a.OpN, a.OpErrors = a.Sev1+c.Sev1, a.OpN+c.OpN, a.OpErrors+c.OpErrors
+	return a
+}
+
 // Neg returns the counts of a with every count negated.
 func (a WeekAgg) Neg() WeekAgg {
 	a.N, a.Agreements, a.AuditN, a.AuditAgree = -a.N, -a.Agreements, -a.AuditN, -a.AuditAgree

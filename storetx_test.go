@@ -150,15 +150,7 @@ func (f *fakeTx) AddToWeek(d ladder.WeekDelta) error {
 	if !ok {
 		row = ladder.WeekAgg{Workspace: d.Key.Workspace, Queue: d.Key.Queue, Step: d.Key.Step, ISOWeek: d.Week, WeekStart: d.WeekStart, Epoch: d.Epoch}
 	}
-	c := d.Counts
-	row.N += c.N
-	row.Agreements += c.Agreements
-	row.AuditN += c.AuditN
-	row.AuditAgree += c.AuditAgree
-	row.Sev1 += c.Sev1
-	row.OpN += c.OpN
-	row.OpErrors += c.OpErrors
-	f.weeks[k] = row
+	f.weeks[k] = row.Plus(d.Counts)
 	return nil
 }
 

@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/client"
@@ -358,23 +357,11 @@ func matchedBy(st ladder.Step, query string) string {
 	switch {
 	case st.ID == query:
 		return "id"
-	case fold(st.Name) == fold(query) || fold(st.ID) == fold(query):
+	case ladder.FoldName(st.Name) == ladder.FoldName(query) || ladder.FoldName(st.ID) == ladder.FoldName(query):
 		return "name"
 	default:
 		return "containment"
 	}
-}
-
-// fold lowercases and keeps letters and digits, as ladder.MatchStep
-// compares names; it only labels which rule matched.
-func fold(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // notFound fills a not_found answer with the nearest names over every

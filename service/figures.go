@@ -53,13 +53,7 @@ func buildSeries(weeks []ladder.WeekAgg, epoch int, upto time.Time) weekSeries {
 			continue
 		}
 		r := &rows[weekIndex(first, w.WeekStart)-1]
-		r.N += w.N
-		r.Agreements += w.Agreements
-		r.AuditN += w.AuditN
-		r.AuditAgree += w.AuditAgree
-		r.Sev1 += w.Sev1
-		r.OpN += w.OpN
-		r.OpErrors += w.OpErrors
+		*r = r.Plus(w)
 	}
 	return weekSeries{first: first, rows: rows}
 }
@@ -76,13 +70,7 @@ func (ws weekSeries) counts() []stats.Counts {
 func (ws weekSeries) tail(k int) ladder.WeekAgg {
 	var t ladder.WeekAgg
 	for i := max(0, len(ws.rows)-k); i < len(ws.rows); i++ {
-		r := ws.rows[i]
-		t.N += r.N
-		t.Agreements += r.Agreements
-		t.AuditN += r.AuditN
-		t.AuditAgree += r.AuditAgree
-		t.OpN += r.OpN
-		t.OpErrors += r.OpErrors
+		t = t.Plus(ws.rows[i])
 	}
 	return t
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +18,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// syncBuffer is a bytes.Buffer safe for a command writing while a test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDemoInProcess runs `ladder demo` through run, as main does, and
 // uses what it prints and writes: the keys file signs in, the gateway file
 // names the server, and cancelling the context (Ctrl-C) stops it cleanly.
@@ -46,7 +26,7 @@ func TestDemoInProcess(t *testing.T) {
 	addr := freeAddr(t)
 	keysFile, gwFile := filepath.Join(dir, "keys.json"), filepath.Join(dir, "gateway.yaml")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"demo", "--addr", addr, "--db", filepath.Join(dir, "demo.db"), "--keys", keysFile, "--gateway", gwFile},
