@@ -1,8 +1,13 @@
 package demo_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ladderhq/ladder"
 
 	"github.com/ladderhq/ladder/internal/testenv"
 )
@@ -77,6 +82,73 @@ func TestOperatorErrorIsTheRulesFigure(t *testing.T) {
 		}
 		if op["n"] != promo["operator_n"] || op["errors"] != promo["operator_errors"] || op["n"].(float64) == 0 {
 			t.Errorf("%s: pack operator error n %v errors %v, promotion used n %v errors %v", step, op["n"], op["errors"], promo["operator_n"], promo["operator_errors"])
+		}
+	}
+}
+
+// TestBacktestReproducesTheDemoHistory: with the rules in force, backtest
+// replays the demo's history into the lane changes it recorded, in the same
+// ISO weeks, for every step of every workspace, from windows that start
+// before the history and inside it. (Before, every move came out one or two
+// weeks off: the replay counted weeks in lane from --since, not from when
+// the step entered its lane, and dropped the weeks before --since from its
+// rolling windows.)
+func TestBacktestReproducesTheDemoHistory(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	type move struct{ Week, From, To, Rule string }
+	moves := func(ms []ladder.BacktestMove) []move {
+		var out []move
+		for _, m := range ms {
+			out = append(out, move{m.ISOWeek, string(m.From), string(m.To), m.Rule})
+		}
+		return out
+	}
+	for _, weeks := range []int{15, 12, 9, 6} {
+		since := e.Clock.Now().AddDate(0, 0, -7*weeks)
+		for _, ws := range e.Svc.WorkspaceIDs() {
+			steps, err := e.Svc.Backtest(context.Background(), ws, since, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range steps {
+				if diff := cmp.Diff(moves(st.Actual), moves(st.Simulated)); diff != "" || st.EndActual != st.EndSim {
+					t.Errorf("since %d weeks, %s/%s: simulated moves differ from what happened (-actual +simulated):\n%s(ends %s, simulated %s)", weeks, ws, st.Step, diff, st.EndActual, st.EndSim)
+				}
+			}
+		}
+	}
+}
+
+// TestBacktestReplaysLiveMoves: a severity-1 audit failure that demoted a
+// step live, and a person's pin and unpin, are replayed in the week they
+// happened (before, backtest said post_tms ends in auto after its live
+// demotion, and skipped pins).
+func TestBacktestReplaysLiveMoves(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	agent, human := e.Keys["vantrow-bills/agent"], e.Keys["vantrow-bills/human"]
+	rt := e.Do("POST", "/v1/route", agent, map[string]any{"step": "post_tms", "item": "BILL-4242"}).Body
+	res := e.Do("POST", "/v1/routes/"+rt["route_id"].(string)+"/review", human, map[string]any{"verdict": "disagree", "severity": 1}).Body
+	if res["lane"] != "propose" {
+		t.Fatalf("a severity-1 audit failure on post_tms left it in %v: %v", res["lane"], res)
+	}
+	e.Do("POST", "/v1/steps/bills/match_load/pin", human, map[string]any{"lane": "shadow", "reason": "new carrier format"})
+	e.Do("POST", "/v1/steps/bills/match_load/unpin", human, map[string]any{"reason": "format handled"})
+
+	steps, err := e.Svc.Backtest(context.Background(), "vantrow-bills", e.Clock.Now().AddDate(0, 0, -7*15), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if st.Step != "post_tms" && st.Step != "match_load" {
+			continue
+		}
+		if diff := cmp.Diff(st.Actual, st.Simulated, cmp.Comparer(func(a, b ladder.BacktestMove) bool {
+			return a.ISOWeek == b.ISOWeek && a.From == b.From && a.To == b.To && a.Rule == b.Rule
+		})); diff != "" || st.EndActual != st.EndSim {
+			t.Errorf("%s: replay differs from what happened (-actual +simulated):\n%s(ends %s, simulated %s)", st.Step, diff, st.EndActual, st.EndSim)
+		}
+		if last := st.Actual[len(st.Actual)-1]; (st.Step == "post_tms" && last.Rule != "auto_to_propose_sev1_audit_failure") || (st.Step == "match_load" && last.Rule != "unpinned by a person") {
+			t.Errorf("%s: last recorded move %+v", st.Step, last)
 		}
 	}
 }

@@ -337,6 +337,12 @@ func (s *Service) RecordOutcome(ctx context.Context, p ladder.Principal, req lad
 	return o, nil
 }
 
+// The rules a person's lane changes record.
+const (
+	rulePinned   = "pinned by a person"
+	ruleUnpinned = "unpinned by a person"
+)
+
 // Pin sets a step's lane by a person's hand; the rules leave a pinned step
 // alone. Pinning to a lower lane starts a new epoch, like a demotion.
 func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step string, req ladder.PinRequest, pin bool) (ladder.StepState, error) {
@@ -363,9 +369,9 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step is not pinned.", Hint: "nothing to do; pin it first to hold it in a lane"}
 	}
 	now := ladder.NormTime(s.now())
-	rule, kind := "pinned by a person", ladder.AuditPin
+	rule, kind := rulePinned, ladder.AuditPin
 	if !pin {
-		rule, kind = "unpinned by a person", ladder.AuditUnpin
+		rule, kind = ruleUnpinned, ladder.AuditUnpin
 	}
 	ch := ladder.LaneChange{ID: ladder.NewID("lc"), Workspace: p.Workspace, Queue: st.Queue, Step: st.ID, At: now, From: state.Lane, To: to, Rule: rule, Numbers: map[string]float64{}, Actor: p.KeyID, Reason: req.Reason}
 	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, kind, ch.ID, now, ch)
