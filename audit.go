@@ -184,3 +184,29 @@ func VerifyAudit(ctx context.Context, s AuditStore) (int64, error) {
 	err := s.WalkAudit(ctx, 0, v.Check)
 	return v.Count(), err
 }
+
+// AuditStepOf returns the queue and step a record's data names in its
+// top-level "queue" and "step" string fields (routes, reviews, outcomes,
+// lane changes and pins carry them), with "" for a field that is absent or
+// not a string. Stores keep the two beside the record so the audit trail
+// can be filtered by step; they are read from the hashed data, so they
+// need no place in the hash.
+func AuditStepOf(data json.RawMessage) (queue, step string) {
+	var v struct {
+		Queue json.RawMessage `json:"queue"`
+		Step  json.RawMessage `json:"step"`
+	}
+	// Data that is not an object (null, a list) names no step; an object
+	// whose fields are not strings names none either.
+	if len(data) == 0 || data[0] != '{' || json.Unmarshal(data, &v) != nil {
+		return "", ""
+	}
+	str := func(raw json.RawMessage) string {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return s
+	}
+	return str(v.Queue), str(v.Step)
+}
