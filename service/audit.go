@@ -37,10 +37,10 @@ func auditScope(p ladder.Principal) string {
 	return p.Workspace
 }
 
-// auditQuery checks req's filters and turns them into a store query scoped
-// to p's workspace. Every bad value is refused naming its field.
-func auditQuery(p ladder.Principal, req ladder.AuditListRequest) (ladder.AuditQuery, error) {
-	q := ladder.AuditQuery{Workspace: auditScope(p), Kind: req.Kind, Actor: req.Actor}
+// auditQuery checks req's filters and turns them into a store query of
+// workspace ("" for all). Every bad value is refused naming its field.
+func auditQuery(workspace string, req ladder.AuditListRequest) (ladder.AuditQuery, error) {
+	q := ladder.AuditQuery{Workspace: workspace, Kind: req.Kind, Actor: req.Actor}
 	if req.Step != "" {
 		queue, step, ok := strings.Cut(req.Step, "/")
 		if !ok {
@@ -88,10 +88,42 @@ func auditTime(field, in string, end bool) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// AuditReader answers the audit trail's queries from a store: the
+// service's for a key (scoped to its workspace), or a database the CLI
+// opened read-only (ladder audit list|verify|export --db). The rules of
+// filters, paging and verification live here once for both.
+type AuditReader struct {
+	Store ladder.AuditStore
+	// Progress, when set, is called by Verify every 100,000 records
+	// verified (long work shows progress).
+	Progress func(verified int64)
+}
+
 // AuditList returns one page of p's workspace's audit trail, newest first,
-// filtered by req. The cursor names the seq the next page starts below, so
-// paging neither skips nor repeats a record while others are appended.
+// filtered by req.
 func (s *Service) AuditList(ctx context.Context, p ladder.Principal, req ladder.AuditListRequest) (ladder.AuditPage, error) {
+	page, err := AuditReader{Store: s.store}.List(ctx, auditScope(p), req)
+	page.Workspace = p.Workspace
+	return page, err
+}
+
+// AuditExport calls fn for every record of p's workspace's audit trail
+// matching req, oldest first (see AuditReader.Export).
+func (s *Service) AuditExport(ctx context.Context, p ladder.Principal, req ladder.AuditListRequest, fn func(ladder.AuditRecord) error) error {
+	return AuditReader{Store: s.store}.Export(ctx, auditScope(p), req, fn)
+}
+
+// AuditVerify walks the whole hash chain and says how far it verifies (see
+// AuditReader.Verify).
+func (s *Service) AuditVerify(ctx context.Context) (ladder.AuditVerifyResult, error) {
+	return AuditReader{Store: s.store}.Verify(ctx)
+}
+
+// List returns one page of workspace's audit trail ("" for every
+// workspace), newest first, filtered by req. The cursor names the seq the
+// next page starts below, so paging neither skips nor repeats a record
+// while others are appended.
+func (a AuditReader) List(ctx context.Context, workspace string, req ladder.AuditListRequest) (ladder.AuditPage, error) {
 	limit := req.Limit
 	switch {
 	case limit == 0:
@@ -100,7 +132,7 @@ func (s *Service) AuditList(ctx context.Context, p ladder.Principal, req ladder.
 		return ladder.AuditPage{}, ladder.InvalidField("limit", fmt.Sprintf("The limit %d is out of range 1–%d.", req.Limit, MaxAuditLimit),
 			fmt.Sprintf("send a limit from 1 to %d (default %d) and page on with next_cursor", MaxAuditLimit, DefaultAuditLimit))
 	}
-	q, err := auditQuery(p, req)
+	q, err := auditQuery(workspace, req)
 	if err != nil {
 		return ladder.AuditPage{}, err
 	}
@@ -110,14 +142,14 @@ func (s *Service) AuditList(ctx context.Context, p ladder.Principal, req ladder.
 			return ladder.AuditPage{}, err
 		}
 	}
-	page := ladder.AuditPage{Workspace: p.Workspace, Records: []ladder.AuditRecord{}}
+	page := ladder.AuditPage{Workspace: workspace, Records: []ladder.AuditRecord{}}
 	// A page holds at most limit records and ends early once their data
 	// reaches PageBytes (a call's payload may be large).
 	b := pageBudget{limit: limit}
 read:
 	for {
 		q.Limit = b.chunk()
-		recs, err := s.store.ListAudit(ctx, q)
+		recs, err := a.Store.ListAudit(ctx, q)
 		if err != nil {
 			return ladder.AuditPage{}, storeErr("list audit", err)
 		}
@@ -139,25 +171,26 @@ read:
 	return page, nil
 }
 
-// AuditExport calls fn for every record of p's workspace's audit trail
-// matching req, oldest first, up to the newest record when the export
-// starts. It reads the store a page at a time, so an export of any size
-// holds one page in memory; it stops at the first error fn returns (a
-// client gone, say) and when ctx ends. req takes no cursor or limit.
-func (s *Service) AuditExport(ctx context.Context, p ladder.Principal, req ladder.AuditListRequest, fn func(ladder.AuditRecord) error) error {
+// Export calls fn for every record of workspace's audit trail ("" for
+// every workspace) matching req, oldest first, up to the newest record
+// when the export starts. It reads the store a page at a time, so an
+// export of any size holds one page in memory; it stops at the first error
+// fn returns (a client gone, say) and when ctx ends. req takes no cursor
+// or limit.
+func (a AuditReader) Export(ctx context.Context, workspace string, req ladder.AuditListRequest, fn func(ladder.AuditRecord) error) error {
 	switch {
 	case req.Cursor != "":
 		return ladder.InvalidField("cursor", "An export takes no cursor.", "leave cursor out; an export holds every matching record, oldest first")
 	case req.Limit != 0:
 		return ladder.InvalidField("limit", "An export takes no limit.", "leave limit out, or narrow the export with since and until")
 	}
-	q, err := auditQuery(p, req)
+	q, err := auditQuery(workspace, req)
 	if err != nil {
 		return err
 	}
 	// The head bounds the export, so appends made while it streams do not
 	// keep it going.
-	head, err := s.store.ListAudit(ctx, ladder.AuditQuery{Desc: true, Limit: 1})
+	head, err := a.Store.ListAudit(ctx, ladder.AuditQuery{Desc: true, Limit: 1})
 	if err != nil {
 		return storeErr("audit head", err)
 	}
@@ -167,7 +200,7 @@ func (s *Service) AuditExport(ctx context.Context, p ladder.Principal, req ladde
 	last := head[0].Seq
 	q.Limit = exportPage
 	for {
-		recs, err := s.store.ListAudit(ctx, q)
+		recs, err := a.Store.ListAudit(ctx, q)
 		if err != nil {
 			return storeErr("export audit", err)
 		}
@@ -192,19 +225,22 @@ type chainBreak struct{ err error }
 
 func (c chainBreak) Error() string { return c.err.Error() }
 
-// AuditVerify walks the whole hash chain and says how far it verifies.
-// Records of every workspace form one chain, so the walk reads them all;
-// the result holds only counts, sequence numbers and a hash, never a
-// record's content. The walk streams (WalkAudit reads a page at a time) and
-// stops when ctx ends.
-func (s *Service) AuditVerify(ctx context.Context) (ladder.AuditVerifyResult, error) {
+// Verify walks the whole hash chain and says how far it verifies. Records
+// of every workspace form one chain, so the walk reads them all; the
+// result holds only counts, sequence numbers and a hash, never a record's
+// content. The walk streams (WalkAudit reads a page at a time) and stops
+// when ctx ends.
+func (a AuditReader) Verify(ctx context.Context) (ladder.AuditVerifyResult, error) {
 	var v ladder.ChainVerifier
-	err := s.store.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
+	err := a.Store.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := v.Check(r); err != nil {
 			return chainBreak{err}
+		}
+		if a.Progress != nil && v.Count()%100000 == 0 {
+			a.Progress(v.Count())
 		}
 		return nil
 	})

@@ -80,6 +80,9 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 // Only the filters q sets become conditions, so SQLite picks the index of
 // the one that narrows (migrations 0001 and 0011).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
+	if s.noAuditStep && (q.Queue != "" || q.Step != "") {
+		return nil, fmt.Errorf("list audit: the database %s predates the audit step filter (migration 0011) and is open read-only; open it once read-write (ladder serve) to migrate it", s.path)
+	}
 	limit := ladder.PageLimit(q.Limit)
 	var (
 		where []string
