@@ -141,7 +141,9 @@ func TestAuditListFilters(t *testing.T) {
 		{"since and until (RFC 3339)", auditWS + "/human", auditWS, ladder.AuditListRequest{Since: since.Format(time.RFC3339), Until: until.Format(time.RFC3339Nano), Limit: 3},
 			func(r ladder.AuditRecord) bool { return !r.At.Before(since) && r.At.Before(until) }},
 		{"since and until (one date)", auditWS + "/human", auditWS, ladder.AuditListRequest{Since: day, Until: day, Limit: 4},
-			func(r ladder.AuditRecord) bool { return !r.At.Before(dayStart) && r.At.Before(dayStart.AddDate(0, 0, 1)) }},
+			func(r ladder.AuditRecord) bool {
+				return !r.At.Before(dayStart) && r.At.Before(dayStart.AddDate(0, 0, 1))
+			}},
 		{"every filter", auditWS + "/human", auditWS, ladder.AuditListRequest{Kind: ladder.AuditRoute, Actor: agentID, Step: "bills/post_tms", Since: since.Format(time.RFC3339), Limit: 1},
 			func(r ladder.AuditRecord) bool {
 				return r.Kind == ladder.AuditRoute && r.Actor == agentID && stepIs("bills", "post_tms")(r) && !r.At.Before(since)
