@@ -1,9 +1,11 @@
 package http
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/ladderhq/ladder"
 )
@@ -59,6 +61,8 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) error {
 	for name := range r.URL.Query() {
 		return ladder.InvalidField(name, "The query parameter "+strconv.Quote(name)+" is not one this endpoint takes.", "send GET /v1/audit/verify with no parameters")
 	}
+	// A long chain takes a while to walk before the one answer is written.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(streamStall))
 	res, err := s.svc.AuditVerify(r.Context())
 	if err != nil {
 		return err
@@ -67,9 +71,16 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// exportFlushEvery is how many records an export writes between flushes,
-// so a client sees the export arrive without a flush per line.
-const exportFlushEvery = 100
+const (
+	// exportFlushEvery is how many records an export writes between
+	// flushes, so a client sees the export arrive without a flush per line.
+	exportFlushEvery = 100
+	// streamStall is how long an export may go without its client taking
+	// a flush, and a verify without answering. Each replaces the server's
+	// WriteTimeout for its request: an export of any length runs while the
+	// client reads, and a stalled client is still cut off.
+	streamStall = 2 * time.Minute
+)
 
 // auditExport streams the records as JSON lines or CSV. A refusal found
 // before the first byte is written is an ordinary error answer; a failure
@@ -90,6 +101,7 @@ func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(streamStall))
 	started, n := false, 0
 	start := func() error {
 		if started {
@@ -115,7 +127,10 @@ func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) error {
 			if err := enc.Flush(); err != nil {
 				return err
 			}
-			_ = rc.Flush()
+			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return err
+			}
+			_ = rc.SetWriteDeadline(time.Now().Add(streamStall))
 		}
 		return nil
 	})

@@ -458,3 +458,74 @@ func TestAuditVerify(t *testing.T) {
 		t.Errorf("verify shows more than counts: %s (fields -want +got):\n%s", r.Raw, diff)
 	}
 }
+
+// gatedStore holds the export's second store read until the test lets it
+// go, to show the first records reach the client before the rest is read.
+type gatedStore struct {
+	ladder.Store
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func (g *gatedStore) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
+	if g.armed.Load() && !q.Desc && q.AfterSeq > 0 {
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Store.ListAudit(ctx, q)
+}
+
+// TestAuditExportStreams reads the first records of an export while the
+// server still waits to read the next page: the export is written as it
+// is read, never built in memory first. An admin key of every workspace
+// exports every workspace's records.
+func TestAuditExportStreams(t *testing.T) {
+	g := &gatedStore{release: make(chan struct{})}
+	e := testenv.StartWith(t, "", testenv.Options{WrapStore: func(s ladder.Store) ladder.Store { g.Store = s; return g }})
+	for i := range 520 {
+		if res := e.Do("POST", "/v1/route", e.Keys[auditWS+"/agent"], map[string]any{"queue": "bills", "step": "read_bill", "item": fmt.Sprintf("S-%d", i)}); res.Status != http.StatusOK {
+			t.Fatalf("route: %d %s", res.Status, res.Raw)
+		}
+	}
+	_, all, err := e.Svc.CreateKey(t.Context(), "test", ladder.KeyRequest{Workspace: "*", Kind: ladder.KeyAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.armed.Store(true)
+	// Without streaming the first line would wait for the gate: fail
+	// instead of hanging.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.Server.URL+"/v1/audit/export", nil)
+	req.Header.Set("Authorization", "Bearer "+all)
+	resp, err := e.Server.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range exportFlushLines {
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatalf("line %d before the second page was read: %v", i+1, err)
+		}
+	}
+	close(g.release)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, err := ladder.VerifyAudit(t.Context(), e.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int64(exportFlushLines + bytes.Count(rest, []byte("\n"))); got != total {
+		t.Errorf("an export of every workspace has %d records, the log %d", got, total)
+	}
+}
+
+// exportFlushLines is how many lines a client can read once the server has
+// flushed its first batch.
+const exportFlushLines = 100
