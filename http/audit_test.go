@@ -459,8 +459,9 @@ func TestAuditVerify(t *testing.T) {
 	}
 }
 
-// gatedStore holds the export's second store read until the test lets it
-// go, to show the first records reach the client before the rest is read.
+// gatedStore holds the export's store reads past record gateAfterSeq until
+// the test lets them go, to show the first records reach the client
+// before the rest is read.
 type gatedStore struct {
 	ladder.Store
 	armed   atomic.Bool
@@ -468,7 +469,7 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
-	if g.armed.Load() && !q.Desc && q.AfterSeq > 0 {
+	if g.armed.Load() && !q.Desc && q.AfterSeq >= gateAfterSeq {
 		select {
 		case <-g.release:
 		case <-ctx.Done():
@@ -479,7 +480,7 @@ func (g *gatedStore) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladd
 }
 
 // TestAuditExportStreams reads the first records of an export while the
-// server still waits to read the next page: the export is written as it
+// server still waits to read the rest: the export is written as it
 // is read, never built in memory first. An admin key of every workspace
 // exports every workspace's records.
 func TestAuditExportStreams(t *testing.T) {
@@ -527,5 +528,9 @@ func TestAuditExportStreams(t *testing.T) {
 }
 
 // exportFlushLines is how many lines a client can read once the server has
-// flushed its first batch.
-const exportFlushLines = 100
+// flushed its first batch; gateAfterSeq is past them, and before the end
+// of the 533 records of TestAuditExportStreams.
+const (
+	exportFlushLines = 100
+	gateAfterSeq     = 300
+)

@@ -17,10 +17,22 @@ const (
 	MaxAuditLimit     = 500
 )
 
-// exportPage is how many records an export reads per store query: a
+// exportPage is the most records an export reads per store query: a
 // bounded read, and no query (with its snapshot) open while the records
-// are written to a slow client.
+// are written to a slow client. Reads are smaller when records are large
+// (exportChunk).
 const exportPage = 500
+
+// exportChunk is how many records an export's next store read asks for:
+// about PageBytes of them at the size of the records read so far (records
+// carry call payloads of up to a request body each), between 1 and
+// exportPage, and firstChunk before any size is known.
+func exportChunk(seen, seenBytes int) int {
+	if seen == 0 {
+		return firstChunk
+	}
+	return max(1, min(exportPage, PageBytes/max(seenBytes/seen, 1)))
+}
 
 var auditCursor = cursor{"au1:", "pass next_cursor from the previous page unchanged, or leave cursor out to start from the newest record"}
 
@@ -198,8 +210,9 @@ func (a AuditReader) Export(ctx context.Context, workspace string, req ladder.Au
 		return nil
 	}
 	last := head[0].Seq
-	q.Limit = exportPage
+	seen, seenBytes := 0, 0
 	for {
+		q.Limit = exportChunk(seen, seenBytes)
 		recs, err := a.Store.ListAudit(ctx, q)
 		if err != nil {
 			return storeErr("export audit", err)
@@ -212,6 +225,7 @@ func (a AuditReader) Export(ctx context.Context, workspace string, req ladder.Au
 				return err
 			}
 			q.AfterSeq = r.Seq
+			seen, seenBytes = seen+1, seenBytes+len(r.Data)
 		}
 		if len(recs) < q.Limit {
 			return nil
