@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -193,25 +194,29 @@ func VerifyAudit(ctx context.Context, s AuditStore) (int64, error) {
 // lane changes and pins carry them), with "" for a field that is absent or
 // not a string. Stores keep the two beside the record so the audit trail
 // can be filtered by step; they are read from the hashed data, so they
-// need no place in the hash.
+// need no place in the hash. Keys match as encoding/json matches them (an
+// exact match first, else one differing in case); every record ladder
+// writes spells them "queue" and "step", as migration 0011's backfill
+// reads them.
 func AuditStepOf(data json.RawMessage) (queue, step string) {
-	var v struct {
-		Queue json.RawMessage `json:"queue"`
-		Step  json.RawMessage `json:"step"`
-	}
-	// Data that is not an object (null, a list) names no step; an object
-	// whose fields are not strings names none either.
-	if len(data) == 0 || data[0] != '{' || json.Unmarshal(data, &v) != nil {
+	// Data that is not an object (null, a list) names no step. A field
+	// that is not a string stays "": Unmarshal skips it and reports an
+	// UnmarshalTypeError, which is no failure here. One decode into two
+	// strings keeps this cheap, as it runs on every append.
+	if len(data) == 0 || data[0] != '{' {
 		return "", ""
 	}
-	str := func(raw json.RawMessage) string {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return ""
-		}
-		return s
+	var v struct {
+		Queue string `json:"queue"`
+		Step  string `json:"step"`
 	}
-	return str(v.Queue), str(v.Step)
+	if err := json.Unmarshal(data, &v); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return "", ""
+		}
+	}
+	return v.Queue, v.Step
 }
 
 // Audit export formats (GET /v1/audit/export?format=, ladder audit export
