@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"time"
 )
 
@@ -183,4 +187,127 @@ func VerifyAudit(ctx context.Context, s AuditStore) (int64, error) {
 	var v ChainVerifier
 	err := s.WalkAudit(ctx, 0, v.Check)
 	return v.Count(), err
+}
+
+// AuditStepOf returns the queue and step a record's data names in its
+// top-level "queue" and "step" string fields (routes, reviews, outcomes,
+// lane changes and pins carry them), with "" for a field that is absent or
+// not a string. Stores keep the two beside the record so the audit trail
+// can be filtered by step; they are read from the hashed data, so they
+// need no place in the hash. Keys match as encoding/json matches them (an
+// exact match first, else one differing in case); every record ladder
+// writes spells them "queue" and "step", as migration 0011's backfill
+// reads them.
+func AuditStepOf(data json.RawMessage) (queue, step string) {
+	// Data that is not an object (null, a list) names no step. A field
+	// that is not a string stays "": Unmarshal skips it and reports an
+	// UnmarshalTypeError, which is no failure here. One decode into two
+	// strings keeps this cheap, as it runs on every append.
+	if len(data) == 0 || data[0] != '{' {
+		return "", ""
+	}
+	var v struct {
+		Queue string `json:"queue"`
+		Step  string `json:"step"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return "", ""
+		}
+	}
+	return v.Queue, v.Step
+}
+
+// Audit export formats (GET /v1/audit/export?format=, ladder audit export
+// --format).
+const (
+	// AuditFormatJSONL is one AuditRecord per line, exactly as stored, so a
+	// verifier can recompute every hash.
+	AuditFormatJSONL = "jsonl"
+	// AuditFormatCSV is a header row and one row per record (AuditCSVHeader).
+	AuditFormatCSV = "csv"
+)
+
+// AuditCSVHeader returns the header row of a CSV export. step is
+// queue/step as the record's data names it (AuditStepOf); payload is the
+// record's data, the canonical JSON the hash covers.
+func AuditCSVHeader() []string {
+	return []string{"seq", "at", "workspace", "kind", "actor", "subject", "step", "hash", "prev_hash", "payload"}
+}
+
+// AuditEncoder writes audit records in an export format.
+type AuditEncoder struct {
+	format string
+	json   *json.Encoder
+	csv    *csv.Writer
+	header bool
+}
+
+// NewAuditEncoder returns an encoder of format (AuditFormatJSONL or
+// AuditFormatCSV) writing to w; an unknown format is refused naming the
+// field "format".
+func NewAuditEncoder(w io.Writer, format string) (*AuditEncoder, error) {
+	e := &AuditEncoder{format: format}
+	switch format {
+	case AuditFormatJSONL:
+		e.json = json.NewEncoder(w)
+		e.json.SetEscapeHTML(false)
+	case AuditFormatCSV:
+		e.csv = csv.NewWriter(w)
+	default:
+		return nil, InvalidField("format", fmt.Sprintf("The format %q is not one of jsonl, csv.", format), "send format=jsonl (one record per line) or format=csv")
+	}
+	return e, nil
+}
+
+// ContentType is the media type of the encoder's format.
+func (e *AuditEncoder) ContentType() string {
+	if e.format == AuditFormatCSV {
+		return "text/csv; charset=utf-8"
+	}
+	return "application/x-ndjson"
+}
+
+// Begin writes what precedes the records: the CSV header row. Encode calls
+// it when it has not been called, so an empty CSV export still has it.
+func (e *AuditEncoder) Begin() error {
+	if e.csv == nil || e.header {
+		return nil
+	}
+	e.header = true
+	return e.csv.Write(AuditCSVHeader())
+}
+
+// Encode writes one record.
+func (e *AuditEncoder) Encode(r AuditRecord) error {
+	if e.json != nil {
+		return e.json.Encode(r)
+	}
+	if err := e.Begin(); err != nil {
+		return err
+	}
+	step := ""
+	if q, s := AuditStepOf(r.Data); s != "" {
+		step = s
+		if q != "" {
+			step = q + "/" + s
+		}
+	}
+	data := r.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	return e.csv.Write([]string{strconv.FormatInt(r.Seq, 10), r.At.UTC().Format(time.RFC3339Nano), r.Workspace, r.Kind, r.Actor, r.Subject,
+		step, r.Hash, r.PrevHash, string(data)})
+}
+
+// Flush writes out what a CSV writer buffers and returns its error; JSON
+// lines are written as they are encoded.
+func (e *AuditEncoder) Flush() error {
+	if e.csv == nil {
+		return nil
+	}
+	e.csv.Flush()
+	return e.csv.Error()
 }

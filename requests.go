@@ -73,3 +73,18 @@ type KeyRequest struct {
 	// ExpiresIn, when non-zero, makes the key expire that long after creation.
 	ExpiresIn time.Duration `json:"-"`
 }
+
+// AuditListRequest filters and pages the audit trail (GET /v1/audit, the
+// console's audit page, ladder audit list) and, without Cursor and Limit,
+// an export (GET /v1/audit/export).
+type AuditListRequest struct {
+	Kind  string `json:"kind,omitempty"`  // a record kind, e.g. "review" (AuditReview)
+	Actor string `json:"actor,omitempty"` // a key id, or "system"
+	// Step is a step id ("post_tms"), in any queue, or "queue/step"
+	// ("bills/post_tms"), as the records' data names them.
+	Step   string `json:"step,omitempty"`
+	Since  string `json:"since,omitempty"` // RFC 3339 or YYYY-MM-DD (that day's start, UTC), inclusive
+	Until  string `json:"until,omitempty"` // RFC 3339, exclusive; or YYYY-MM-DD, that whole day included
+	Cursor string `json:"cursor,omitempty"`
+	Limit  int    `json:"limit,omitempty"` // 1–500; 0 means 50
+}

@@ -49,14 +49,23 @@ type KeyStore interface {
 	CountKeys(ctx context.Context) (int, error)
 }
 
-// AuditQuery selects audit records.
+// AuditQuery selects audit records. Every filter left zero matches every
+// record; the filters that are set must all match.
 type AuditQuery struct {
 	Workspace string // "" for every workspace
 	Kind      string // "" for every kind
-	AfterSeq  int64  // records with seq > AfterSeq
-	Limit     int    // at most this many; 0 means 50
-	Desc      bool   // newest first (then BeforeSeq applies instead of AfterSeq)
-	BeforeSeq int64  // with Desc: records with seq < BeforeSeq; 0 means no bound
+	Actor     string // "" for every actor; else the record's actor exactly
+	// Queue and Step match the queue and step a record's data names (see
+	// AuditStepOf); "" matches any. Step alone matches that step id in
+	// any queue.
+	Queue     string
+	Step      string
+	Since     time.Time // zero: no bound; else records with at >= Since
+	Until     time.Time // zero: no bound; else records with at < Until
+	AfterSeq  int64     // records with seq > AfterSeq
+	Limit     int       // at most this many; 0 means 50
+	Desc      bool      // newest first (then BeforeSeq applies instead of AfterSeq)
+	BeforeSeq int64     // with Desc: records with seq < BeforeSeq; 0 means no bound
 }
 
 // AuditStore is the append-only, hash-chained audit log.

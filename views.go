@@ -113,3 +113,30 @@ type ToolDefinitionChange struct {
 	OldHash    string `json:"old_hash,omitempty"` // "" when added
 	NewHash    string `json:"new_hash,omitempty"` // "" when removed
 }
+
+// AuditPage is one page of a workspace's audit trail, newest first. Each
+// record is exactly as stored, so its hash can be recomputed.
+type AuditPage struct {
+	Workspace string        `json:"workspace"`
+	Records   []AuditRecord `json:"records"`
+	// NextCursor continues after this page; empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// AuditVerifyResult is the state of the audit log's hash chain. Records of
+// every workspace form one chain, so the walk covers them all, but the
+// result holds only counts and sequence numbers, never a record's content.
+type AuditVerifyResult struct {
+	// Intact is true when every record verified.
+	Intact bool `json:"intact"`
+	// Verified is how many records, from seq 1, verified in order.
+	Verified int64 `json:"verified"`
+	// LastHash is the hash of the last verified record ("" for none).
+	LastHash string `json:"last_hash"`
+	// FirstBadSeq is the sequence number where the chain breaks (the
+	// record after the last good one); null when Intact.
+	FirstBadSeq *int64 `json:"first_bad_seq"`
+	// Reason says how the chain breaks there; empty when Intact.
+	Reason string `json:"reason,omitempty"`
+}

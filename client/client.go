@@ -67,7 +67,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", c.BaseURL), Hint: "check --server (or LADDER_SERVER) and that the server is running", Err: err}
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -75,13 +75,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("read answer: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb struct {
-			Error ladder.Error `json:"error"`
-		}
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return &eb.Error
-		}
-		return &ladder.Error{Code: ladder.CodeInternal, Message: fmt.Sprintf("HTTP %d from %s.", resp.StatusCode, path), Hint: strings.TrimSpace(string(data))}
+		return refusal(resp.StatusCode, path, data)
 	}
 	if out == nil {
 		return nil
@@ -141,4 +135,21 @@ func (c *Client) Pin(ctx context.Context, queue, step string, req ladder.PinRequ
 		queue = "-"
 	}
 	return st, c.do(ctx, http.MethodPost, "/v1/steps/"+url.PathEscape(queue)+"/"+url.PathEscape(step)+"/"+verb, req, &st)
+}
+
+// refusal is the server's error answer (status, body) to path as
+// *ladder.Error: its refusal when the body holds one.
+// unreachable is the refusal for a server that did not answer.
+func (c *Client) unreachable(err error) error {
+	return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", c.BaseURL), Hint: "check --server (or LADDER_SERVER) and that the server is running", Err: err}
+}
+
+func refusal(status int, path string, data []byte) error {
+	var eb struct {
+		Error ladder.Error `json:"error"`
+	}
+	if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+		return &eb.Error
+	}
+	return &ladder.Error{Code: ladder.CodeInternal, Message: fmt.Sprintf("HTTP %d from %s.", status, path), Hint: strings.TrimSpace(string(data))}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/service"
 )
 
 // gateData is the gate history page's data.
@@ -74,10 +75,11 @@ func (h *Handler) verifyChain(ctx context.Context) chainState {
 
 // auditData is the audit page's data.
 type auditData struct {
+	Filter  ladder.AuditListRequest
 	Records []auditRow
 	Next    template.URL
 	Chain   chainState
-	Kind    string
+	Error   *ladder.Error
 }
 
 type auditRow struct {
@@ -85,31 +87,48 @@ type auditRow struct {
 	DataText string
 }
 
+// auditLog is the audit page: the workspace's records newest first,
+// filtered by kind, actor, step, since and until as GET /v1/audit filters
+// them, paged by the same cursor.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
-	q := ladder.AuditQuery{Kind: r.URL.Query().Get("kind"), Limit: 50}
-	if b := r.URL.Query().Get("before"); b != "" {
+	q := r.URL.Query()
+	f := ladder.AuditListRequest{Kind: q.Get("kind"), Actor: q.Get("actor"), Step: q.Get("step"), Since: q.Get("since"), Until: q.Get("until"),
+		Cursor: q.Get("cursor"), Limit: 50}
+	d := auditData{Filter: f}
+	status := http.StatusOK
+	// Older links named the page by the seq it starts below (?before=N).
+	if b := q.Get("before"); b != "" && f.Cursor == "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
-			return &ladder.Error{Code: ladder.CodeBadCursor, Message: "That page link is not valid.", Hint: "Start again from the newest records."}
+			d.Error, status = &ladder.Error{Code: ladder.CodeBadCursor, Message: "That page link is not valid.", Hint: "Start again from the newest records."}, http.StatusBadRequest
+		} else {
+			f.Cursor = service.AuditCursor(n)
 		}
-		q.BeforeSeq = n
 	}
-	recs, err := h.svc.AuditPage(r.Context(), p, q.Kind, q.BeforeSeq, q.Limit)
-	if err != nil {
-		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
-	}
-	d := auditData{Chain: h.verifyChain(r.Context()), Kind: q.Kind}
-	for _, rec := range recs {
-		d.Records = append(d.Records, auditRow{AuditRecord: rec, DataText: string(rec.Data)})
-	}
-	if len(recs) == q.Limit {
-		nq := url.Values{"before": {strconv.FormatInt(recs[len(recs)-1].Seq, 10)}}
-		if q.Kind != "" {
-			nq.Set("kind", q.Kind)
+	if d.Error == nil {
+		pg, err := h.svc.AuditList(r.Context(), p, f)
+		if err != nil {
+			e := ladder.AsError(err)
+			if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
+				return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
+			}
+			d.Error, status = e, http.StatusBadRequest
 		}
-		d.Next = template.URL("/console/audit?" + nq.Encode())
+		for _, rec := range pg.Records {
+			d.Records = append(d.Records, auditRow{AuditRecord: rec, DataText: string(rec.Data)})
+		}
+		if pg.NextCursor != "" {
+			nq := url.Values{}
+			for k, v := range q {
+				nq[k] = v
+			}
+			nq.Del("before")
+			nq.Set("cursor", pg.NextCursor)
+			d.Next = template.URL("/console/audit?" + nq.Encode())
+		}
 	}
-	h.render(w, r, http.StatusOK, "audit", page{Title: "Audit log", Nav: "audit", Data: d})
+	d.Chain = h.verifyChain(r.Context())
+	h.render(w, r, status, "audit", page{Title: "Audit log", Nav: "audit", Data: d})
 	return nil
 }

@@ -109,6 +109,9 @@ func isoRESTRows() []isoRESTRow {
 		{pattern: "POST /v1/approvals/{id}/retry", kinds: []string{"human"}, probes: []isoProbe{pApproval, pEastAppr}, req: func(v string) (string, string, any) {
 			return "POST", "/v1/approvals/" + v + "/retry", nil
 		}},
+		{pattern: "GET /v1/audit", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit?limit=500")},
+		{pattern: "GET /v1/audit/export", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/export?format=csv")},
+		{pattern: "GET /v1/audit/verify", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/verify")},
 		{pattern: "GET /v1/gate/functions", kinds: []string{"agent", "human"}, probes: []isoProbe{pCase}, req: func(v string) (string, string, any) {
 			return "GET", "/v1/gate/functions?case=" + url.QueryEscape(v), nil
 		}},

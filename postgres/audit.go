@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,7 @@ func (w *wtx) flush() error {
 			wss, actors, kinds, subjects, prevs, hashes = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 			ats                                         = make([]time.Time, 0, n)
 			datas                                       = make([][]byte, 0, n)
+			queues, steps                               = make([]string, 0, n), make([]string, 0, n)
 		)
 		for _, p := range w.audit {
 			recs := make([]ladder.AuditRecord, 0, len(p.entries))
@@ -85,6 +87,8 @@ func (w *wtx) flush() error {
 				recs = append(recs, rec)
 				seqs, wss, actors, kinds, subjects = append(seqs, rec.Seq), append(wss, rec.Workspace), append(actors, rec.Actor), append(kinds, rec.Kind), append(subjects, rec.Subject)
 				ats, datas, prevs, hashes = append(ats, rec.At), append(datas, []byte(rec.Data)), append(prevs, rec.PrevHash), append(hashes, rec.Hash)
+				queue, step := ladder.AuditStepOf(rec.Data)
+				queues, steps = append(queues, queue), append(steps, step)
 			}
 			if p.out != nil {
 				*p.out = recs
@@ -92,11 +96,11 @@ func (w *wtx) flush() error {
 		}
 		// One statement: insert every record and move the head.
 		if _, err := w.exec(`WITH ins AS (
-				INSERT INTO audit (`+auditColumns+`)
-				SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bytea[], $8::text[], $9::text[])
+				INSERT INTO audit (`+auditColumns+`, queue, step)
+				SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bytea[], $8::text[], $9::text[], $12::text[], $13::text[])
 			)
 			UPDATE audit_head SET seq = $10, hash = $11 WHERE id`,
-			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, seq, prev); err != nil {
+			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, seq, prev, queues, steps); err != nil {
 			return fmt.Errorf("insert audit: %w", err)
 		}
 	}
@@ -117,20 +121,49 @@ func countEntries(ps []pendingAudit) int {
 }
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
+// Only the filters q sets become conditions, so the planner picks the index
+// of the one that narrows (migrations 0001 and 0011).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}
 	limit := ladder.PageLimit(q.Limit)
-	query := `SELECT ` + auditColumns + ` FROM audit WHERE ($1::text = '' OR workspace = $1) AND ($2::text = '' OR kind = $2)`
-	args := []any{q.Workspace, q.Kind}
-	if q.Desc {
-		query += ` AND ($3::bigint = 0 OR seq < $3) ORDER BY seq DESC LIMIT $4`
-		args = append(args, q.BeforeSeq, limit)
-	} else {
-		query += ` AND seq > $3::bigint ORDER BY seq LIMIT $4`
-		args = append(args, q.AfterSeq, limit)
+	var (
+		where []string
+		args  []any
+	)
+	cond := func(expr string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(expr, len(args)))
 	}
+	for _, f := range []struct{ col, val string }{
+		{"workspace", q.Workspace}, {"kind", q.Kind}, {"actor", q.Actor}, {"step", q.Step}, {"queue", q.Queue},
+	} {
+		if f.val != "" {
+			cond(f.col+" = $%d", f.val)
+		}
+	}
+	if !q.Since.IsZero() {
+		cond("at >= $%d", q.Since)
+	}
+	if !q.Until.IsZero() {
+		cond("at < $%d", q.Until)
+	}
+	order := "seq"
+	if q.Desc {
+		if q.BeforeSeq > 0 {
+			cond("seq < $%d", q.BeforeSeq)
+		}
+		order = "seq DESC"
+	} else {
+		cond("seq > $%d", q.AfterSeq)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	query += fmt.Sprintf(` ORDER BY %s LIMIT $%d`, order, len(args))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))

@@ -74,6 +74,12 @@ type Options struct {
 	Schema string
 	// MaxBatch caps how many writes share one transaction. Zero means 256.
 	MaxBatch int
+	// ReadOnly makes every transaction of every connection read-only
+	// (default_transaction_read_only) and leaves the schema as it is (no
+	// migration), so a write fails in the database with an error wrapping
+	// ladder.ErrUnavailable. For commands that only read (ladder audit
+	// list|verify|export --db).
+	ReadOnly bool
 }
 
 // Store is a ladder.Store on a PostgreSQL database. Its methods are safe for
@@ -125,13 +131,23 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
 	}
+	if opts.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin()}
-	s.schema, err = migrate(ctx, pool, opts.Schema, opts.Logger)
-	if err != nil {
+	if opts.ReadOnly {
+		// Connect now, so an unreachable database fails the open as it
+		// does when migrating.
+		if err := pool.Ping(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open postgres: %w", s.mapErr(err))
+		}
+		s.schema = opts.Schema
+	} else if s.schema, err = migrate(ctx, pool, opts.Schema, opts.Logger); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: migrate: %w", s.mapErr(err))
 	}

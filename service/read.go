@@ -67,20 +67,3 @@ func (s *Service) GetRoute(ctx context.Context, p ladder.Principal, id string) (
 	}
 	return rt, nil
 }
-
-// AuditPage returns the caller's workspace's audit records of a kind (""
-// for every kind), newest first, before seq beforeSeq (0: the newest).
-func (s *Service) AuditPage(ctx context.Context, p ladder.Principal, kind string, beforeSeq int64, limit int) ([]ladder.AuditRecord, error) {
-	recs, err := s.store.ListAudit(ctx, ladder.AuditQuery{Workspace: p.Workspace, Kind: kind, Desc: true, BeforeSeq: beforeSeq, Limit: limit})
-	if err != nil {
-		return nil, storeErr("list audit", err)
-	}
-	return recs, nil
-}
-
-// WalkAudit calls fn for every record of the whole chain after afterSeq, in
-// order: verifying the chain needs every workspace's records, since they
-// share one chain. Callers show only the verdict, never the records.
-func (s *Service) WalkAudit(ctx context.Context, afterSeq int64, fn func(ladder.AuditRecord) error) error {
-	return s.store.WalkAudit(ctx, afterSeq, fn)
-}

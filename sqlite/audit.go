@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ladderhq/ladder"
 )
@@ -62,9 +63,10 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 		seq++
 		rec := ladder.AuditRecord{Seq: seq, AuditEntry: e}
 		rec.Seal(prev)
-		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		queue, step := ladder.AuditStepOf(rec.Data)
+		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
-			rec.PrevHash, rec.Hash); err != nil {
+			rec.PrevHash, rec.Hash, queue, step); err != nil {
 			return nil, fmt.Errorf("insert audit: %w", err)
 		}
 		prev = rec.Hash
@@ -75,17 +77,47 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 }
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
+// Only the filters q sets become conditions, so SQLite picks the index of
+// the one that narrows (migrations 0001 and 0011).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
-	limit := ladder.PageLimit(q.Limit)
-	query := `SELECT ` + auditColumns + ` FROM audit WHERE (? = '' OR workspace = ?) AND (? = '' OR kind = ?)`
-	args := []any{q.Workspace, q.Workspace, q.Kind, q.Kind}
-	if q.Desc {
-		query += ` AND (? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`
-		args = append(args, q.BeforeSeq, q.BeforeSeq, limit)
-	} else {
-		query += ` AND seq > ? ORDER BY seq LIMIT ?`
-		args = append(args, q.AfterSeq, limit)
+	if s.noAuditStep && (q.Queue != "" || q.Step != "") {
+		return nil, fmt.Errorf("list audit: the database %s predates the audit step filter (migration 0011) and is open read-only; open it once read-write (ladder serve) to migrate it", s.path)
 	}
+	limit := ladder.PageLimit(q.Limit)
+	var (
+		where []string
+		args  []any
+	)
+	for _, f := range []struct{ col, val string }{
+		{"workspace", q.Workspace}, {"kind", q.Kind}, {"actor", q.Actor}, {"step", q.Step}, {"queue", q.Queue},
+	} {
+		if f.val != "" {
+			where, args = append(where, f.col+" = ?"), append(args, f.val)
+		}
+	}
+	// Stored times are fixed-width RFC 3339 in UTC (timeLayout), so they
+	// compare as text.
+	if !q.Since.IsZero() {
+		where, args = append(where, "at >= ?"), append(args, fmtTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where, args = append(where, "at < ?"), append(args, fmtTime(q.Until))
+	}
+	order := "seq"
+	if q.Desc {
+		if q.BeforeSeq > 0 {
+			where, args = append(where, "seq < ?"), append(args, q.BeforeSeq)
+		}
+		order = "seq DESC"
+	} else {
+		where, args = append(where, "seq > ?"), append(args, q.AfterSeq)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY ` + order + ` LIMIT ?`
+	args = append(args, limit)
 	rows, err := s.readers.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))

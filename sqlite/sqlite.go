@@ -22,7 +22,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -49,6 +53,12 @@ type Options struct {
 	Readers int
 	// MaxBatch caps how many writes share one transaction. Zero means 256.
 	MaxBatch int
+	// ReadOnly opens an existing database for reading only (SQLite's
+	// mode=ro): a missing file is an error naming it and is never
+	// created, the schema is not migrated, and every write fails with an
+	// error wrapping ladder.ErrUnavailable. For commands that only read
+	// (ladder audit list|verify|export --db).
+	ReadOnly bool
 }
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
@@ -67,6 +77,13 @@ type Store struct {
 	ckpt     *sql.DB
 	stopCkpt chan struct{}
 	ckptDone chan struct{}
+	// readOnly is set by Options.ReadOnly: there is no writer, batcher or
+	// checkpointer, only readers.
+	readOnly bool
+	// noAuditStep is set on a read-only open of a database that predates
+	// migration 0011, which it cannot apply: the audit step filter needs
+	// its columns.
+	noAuditStep bool
 }
 
 // checkpointEvery is how often the background checkpointer copies the WAL
@@ -102,6 +119,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: the path must be a plain file name without '?' or '#'", path)
 	}
 
+	if opts.ReadOnly {
+		return openReadOnly(ctx, path, opts)
+	}
 	common := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMS) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	// The writer never checkpoints (wal_autocheckpoint 0): left to itself
 	// SQLite checkpoints inside the commit that crosses 1,000 WAL pages,
@@ -153,6 +173,44 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// openReadOnly opens an existing database with readers alone, through a
+// file: URI with mode=ro, so SQLite itself refuses every write and never
+// creates the file. The path is checked first so that a missing file is
+// named plainly instead of as SQLite's "unable to open".
+func openReadOnly(ctx context.Context, path string, opts Options) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open database %s: no such file (a read-only open never creates one; check --db)", path)
+		}
+		return nil, openError(path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	uri := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+	readers, err := sql.Open("sqlite", uri+"?mode=ro&_pragma=busy_timeout("+strconv.Itoa(busyTimeoutMS)+")&_pragma=query_only(1)")
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	readers.SetMaxOpenConns(opts.Readers)
+	readers.SetMaxIdleConns(opts.Readers)
+	var cols int
+	if err := readers.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('audit') WHERE name IN ('queue', 'step')`).Scan(&cols); err != nil {
+		readers.Close()
+		return nil, openError(path, err)
+	}
+	var tables int
+	if err := readers.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'audit'`).Scan(&tables); err != nil || tables == 0 {
+		readers.Close()
+		if err == nil {
+			err = errors.New("it has no audit table")
+		}
+		return nil, fmt.Errorf("open database %s: %w (is it a ladder database?)", path, err)
+	}
+	return &Store{path: path, log: opts.Logger, now: opts.Now, readers: readers, readOnly: true, noAuditStep: cols < 2}, nil
 }
 
 // checkpointLoop copies committed WAL frames into the database file every
@@ -301,6 +359,13 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	if s.readOnly {
+		s.stmts.close()
+		if err := s.readers.Close(); err != nil {
+			return fmt.Errorf("close database %s: %w", s.path, err)
+		}
+		return nil
+	}
 	s.batch.Close()
 	close(s.stopCkpt)
 	<-s.ckptDone
@@ -447,11 +512,17 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	if s.readOnly {
+		return errReadOnly
+	}
 	return s.mapErr(s.batch.Do(ctx, op))
 }
 
 // errClosed is the error of a call on a closed store.
 var errClosed = fmt.Errorf("%w: store closed", ladder.ErrUnavailable)
+
+// errReadOnly is the error of a write on a store opened read-only.
+var errReadOnly = fmt.Errorf("%w: the database was opened read-only", ladder.ErrUnavailable)
 
 // mapErr turns driver errors into the store's sentinel errors: a unique or
 // check constraint is ErrConflict, anything that means the database cannot

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 		{"AuditConcurrentAppends", testAuditConcurrent},
 		{"AuditListAndWalk", testAuditList},
 		{"AuditWalkManyPages", testAuditWalkLarge},
+		{"AuditFilters", testAuditFilters},
 		{"RouteIdempotent", testRouteIdempotent},
 		{"RouteWorkspaceScope", testRouteScope},
 		{"EnsureStepsKeepsExisting", testEnsureSteps},

@@ -20,6 +20,7 @@ import (
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/metrics"
+	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 	"github.com/ladderhq/ladder/upstream"
@@ -54,6 +55,24 @@ func openStore(ctx context.Context, db string, getenv func(string) string, log *
 		return openPostgres(ctx, db, getenv, log)
 	}
 	st, err := sqlite.Open(ctx, db, sqlite.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// openStoreReadOnly opens an existing database for commands that only read
+// it: a SQLite file in mode=ro (a missing file is an error naming it, never
+// created; nothing is migrated), or PostgreSQL with read-only transactions.
+func openStoreReadOnly(ctx context.Context, db string, getenv func(string) string, log *slog.Logger) (ladder.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		st, err := postgres.Open(ctx, db, postgres.Options{Logger: log, Schema: getenv("LADDER_PG_SCHEMA"), ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(ctx, db, sqlite.Options{Logger: log, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
