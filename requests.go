@@ -88,3 +88,11 @@ type AuditListRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 	Limit  int    `json:"limit,omitempty"` // 1–500; 0 means 50
 }
+
+// ImportRequest is an import of past records (see ImportRow): the file's
+// bytes, its format (jsonl or csv) and the workspace its rows belong to.
+type ImportRequest struct {
+	Workspace string
+	Format    string
+	Data      []byte
+}

@@ -174,6 +174,11 @@ type LadderStore interface {
 	// migration) in one transaction: step states replace existing ones,
 	// aggregates and lane changes are added.
 	ImportHistory(ctx context.Context, h History) error
+	// ImportRecords runs fn in one write transaction: everything fn
+	// writes through tx commits together, or, when fn returns an error,
+	// nothing does. An import of past records drives RecordReviewTx
+	// through it row by row, as live reviews would have.
+	ImportRecords(ctx context.Context, fn func(tx ImportTx) error) error
 }
 
 // History is a bulk load for ImportHistory.

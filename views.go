@@ -140,3 +140,25 @@ type AuditVerifyResult struct {
 	// Reason says how the chain breaks there; empty when Intact.
 	Reason string `json:"reason,omitempty"`
 }
+
+// ImportResult is what an import of past records did.
+type ImportResult struct {
+	Workspace string `json:"workspace"`
+	Rows      int    `json:"rows"`
+	// SHA256 is the file's hash, as its audit record keeps it.
+	SHA256 string              `json:"sha256"`
+	Steps  []ImportStepSummary `json:"steps"`
+}
+
+// ImportStepSummary is what an import did to one step.
+type ImportStepSummary struct {
+	Queue    string `json:"queue"`
+	Step     string `json:"step"`
+	Reviews  int    `json:"reviews"`
+	Audits   int    `json:"audits"`
+	Outcomes int    `json:"outcomes"`
+	// LaneChanges are the moves the rules made while the rows were
+	// replayed, oldest first.
+	LaneChanges []LaneChange `json:"lane_changes"`
+	Lane        Lane         `json:"lane"`
+}

@@ -138,6 +138,9 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	if hasBody {
 		ct := r.Header.Get("Content-Type")
 		switch {
+		case rest && path == "/v1/import":
+			// An import's body is a file, JSON lines or CSV; its handler
+			// checks the format.
 		case rest && ct != "" && !jsonMediaType(ct):
 			return refuse(&ladder.Error{Code: ladder.CodeUnsupportedMedia, Message: fmt.Sprintf("The body's Content-Type is %q, not JSON.", ct),
 				Hint: "send the body as JSON with the header Content-Type: application/json (curl: -H 'Content-Type: application/json'); nothing was done", Data: map[string]any{"content_type": ct}})

@@ -112,6 +112,9 @@ func isoRESTRows() []isoRESTRow {
 		{pattern: "GET /v1/audit", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit?limit=500")},
 		{pattern: "GET /v1/audit/export", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/export?format=csv")},
 		{pattern: "GET /v1/audit/verify", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/verify")},
+		{pattern: "POST /v1/import", kinds: []string{"admin"}, probes: []isoProbe{pStep}, req: func(v string) (string, string, any) {
+			return "POST", "/v1/import?format=jsonl", `{"type":"review","at":"2026-09-01T10:00:00Z","step":"` + v + `","item":"ISO-1","lane":"shadow","verdict":"agree"}`
+		}},
 		{pattern: "GET /v1/gate/functions", kinds: []string{"agent", "human"}, probes: []isoProbe{pCase}, req: func(v string) (string, string, any) {
 			return "GET", "/v1/gate/functions?case=" + url.QueryEscape(v), nil
 		}},

@@ -178,6 +178,7 @@ func (s *Server) routes() {
 	s.capabilityRoutes()
 	s.gateRoutes()
 	s.auditRoutes()
+	s.importRoutes()
 
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "No endpoint %s %s.", r.Method, r.URL.Path)

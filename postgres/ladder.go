@@ -718,3 +718,40 @@ func (w *wtx) importHistory(h ladder.History) error {
 	}
 	return w.appendAudit(nil, h.Audit...)
 }
+
+// ImportRecords runs fn in one transaction of a batch; an error from fn
+// rolls back everything it wrote (the op's savepoint), and subscribers hear
+// of the steps it moved once it commits.
+func (s *Store) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) error) error {
+	err := s.write(ctx, func(w *wtx) error { return fn(w) })
+	if err != nil {
+		return fmt.Errorf("import records: %w", err)
+	}
+	return nil
+}
+
+// InsertRoute stores a route; the item's route of the same lane epoch is a
+// constraint error (ErrConflict).
+func (w *wtx) InsertRoute(r ladder.Route) error {
+	q, args := insertRouteSQL(r, "")
+	_, err := w.exec(q, args...)
+	return w.s.mapErr(err)
+}
+
+// InsertOutcome stores and counts an outcome.
+func (w *wtx) InsertOutcome(o ladder.Outcome) error {
+	b := &pgx.Batch{}
+	w.queueOutcome(b, o)
+	return w.sendBatch(b, nil)
+}
+
+// ReviewedRoute returns the latest reviewed route of the item at the step.
+func (w *wtx) ReviewedRoute(k ladder.StepKey, item string) (string, bool, error) {
+	var id string
+	err := w.queryRow(`SELECT route_id FROM reviews WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4
+		ORDER BY at DESC, id DESC LIMIT 1`, k.Workspace, k.Queue, k.Step, item).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}

@@ -228,17 +228,11 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 		return ladder.ReviewResult{}, storeErr("outcome counts", err)
 	}
 	week, weekStart := ladder.ISOWeek(rv.At)
-	entry, err := ladder.NewAuditEntry(rv.Workspace, actor, ladder.AuditReview, rv.ID, rv.At, map[string]any{
-		"route_id": rv.RouteID, "queue": rv.Queue, "step": rv.Step, "item": rv.Item, "kind": rv.Kind, "verdict": rv.Verdict,
-		"severity": rv.Severity, "operator_error": rv.OperatorError, "adjudication": rv.Adjudication, "note": rv.Note, "correction": rv.Correction,
-	})
+	entry, err := reviewEntry(rv, actor)
 	if err != nil {
 		return ladder.ReviewResult{}, err
 	}
-	th := s.thresholdsFor(rv.Workspace, st)
-	decide := func(state ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
-		return s.applyRules(st, th, state, weeks, oc, rv, actor)
-	}
+	decide := s.decider(st, oc, rv, actor)
 	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
 	switch {
 	case errors.Is(err, ladder.ErrConflict):
@@ -249,6 +243,25 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 		return ladder.ReviewResult{}, storeErr("record review", err)
 	}
 	return ladder.ReviewResult{Review: rv, Lane: state.Lane, LaneChange: change}, nil
+}
+
+// reviewEntry is the audit entry of a recorded review, live or imported.
+func reviewEntry(rv ladder.Review, actor string) (ladder.AuditEntry, error) {
+	return ladder.NewAuditEntry(rv.Workspace, actor, ladder.AuditReview, rv.ID, rv.At, map[string]any{
+		"route_id": rv.RouteID, "queue": rv.Queue, "step": rv.Step, "item": rv.Item, "kind": rv.Kind, "verdict": rv.Verdict,
+		"severity": rv.Severity, "operator_error": rv.OperatorError, "adjudication": rv.Adjudication, "note": rv.Note, "correction": rv.Correction,
+	})
+}
+
+// decider is the decider of one review, live or imported: the step's
+// rules in force, applied with the outcome counts as of the review's time.
+// Both paths build it here, so an imported history is decided exactly as
+// the same reviews recorded one by one would have been.
+func (s *Service) decider(st ladder.Step, oc ladder.OutcomeCounts, rv ladder.Review, actor string) ladder.ReviewDecider {
+	th := s.thresholdsFor(rv.Workspace, st)
+	return func(state ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		return s.applyRules(st, th, state, weeks, oc, rv, actor)
+	}
 }
 
 // applyRules is the decider run inside a review's transaction: it updates

@@ -309,6 +309,13 @@ func (o *observedStore) ImportHistory(ctx context.Context, h ladder.History) err
 	return err
 }
 
+// ImportRecords implements ladder.Store.
+func (o *observedStore) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) error) error {
+	err := o.Store.ImportRecords(ctx, fn)
+	o.w.note(err)
+	return err
+}
+
 // RecordGateDecision implements ladder.Store.
 func (o *observedStore) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, a ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
 	got, err := o.Store.RecordGateDecision(ctx, d, a)

@@ -674,3 +674,31 @@ func (w *wtx) importReview(rv ladder.Review, epochs map[ladder.StepKey]int) erro
 	}
 	return w.InsertReview(rv, week, epoch)
 }
+
+// ImportRecords runs fn in one transaction of the one writer; an error from
+// fn rolls back everything it wrote.
+func (s *Store) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) error) error {
+	err := s.write(ctx, func(w *wtx) error { return fn(w) })
+	if err != nil {
+		return fmt.Errorf("import records: %w", err)
+	}
+	return nil
+}
+
+// InsertRoute stores a route; the item's route of the same lane epoch is a
+// constraint error (ErrConflict).
+func (w *wtx) InsertRoute(r ladder.Route) error { return w.s.mapErr(w.insertRoute(r, "")) }
+
+// InsertOutcome stores and counts an outcome.
+func (w *wtx) InsertOutcome(o ladder.Outcome) error { return w.insertOutcome(o) }
+
+// ReviewedRoute returns the latest reviewed route of the item at the step.
+func (w *wtx) ReviewedRoute(k ladder.StepKey, item string) (string, bool, error) {
+	var id string
+	err := w.queryRow(`SELECT route_id FROM reviews WHERE workspace = ? AND queue = ? AND step = ? AND item = ?
+		ORDER BY at DESC, id DESC LIMIT 1`, k.Workspace, k.Queue, k.Step, item).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}

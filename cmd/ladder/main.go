@@ -73,6 +73,7 @@ func commands() []command {
 		{"gate", "evidence gate: gate functions|authorize|history (authorize exits PASS 0, ESCALATE 1, BYPASS_TO_HUMAN 2, error 3)", cmdGate},
 		{"ask", "ask the autonomy ladder about a step across workspaces: ask STEP --gateway FILE", cmdAsk},
 		{"gateway", "serve ask_autonomy_ladder over stdio (gateway --stdio --gateway FILE)", cmdGateway},
+		{"import", "import past reviews, audits and outcomes from JSON lines or CSV: import --db PATH FILE", cmdImport},
 		{"audit", "list, verify or export the audit log, from a server or a database (audit list|verify|export)", cmdAudit},
 		{"reference", "write docs/reference.md from the code and the demo config", cmdReference},
 		{"version", "print the version", func(ctx context.Context, e env, args []string) error {

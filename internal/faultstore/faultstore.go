@@ -557,3 +557,11 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context, before time.Time) (in
 	}
 	return s.next.DeleteExpiredSessions(ctx, before)
 }
+
+// ImportRecords implements ladder.Store.
+func (s *Store) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) error) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.ImportRecords(ctx, fn)
+}
