@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 		{"ReviewsFilters", testReviewsFilters},
 		{"Outcomes", testOutcomes},
 		{"ImportHistory", testImportHistory},
+		{"ImportRecords", testImportRecords},
 		{"Ping", testPing},
 	}
 	tests = append(tests, gateTests...)
