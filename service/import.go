@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -107,7 +108,7 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 				return err
 			}
 		}
-		routes := map[string]string{} // step and item → the route of its latest imported review
+		routes := map[string]importedRoute{} // step and item → the route of its latest imported review
 		for _, i := range idx {
 			r, is := rows[i], steps[keys[i]]
 			rowErr, err := s.importRow(tx, p, r, is, routes)
@@ -196,7 +197,13 @@ func backdate(tx ladder.ImportTx, is *importStep, first ladder.ImportRow) error 
 
 // importRow replays one row in the import's transaction. A row the
 // store's records make bad is returned as a row error.
-func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.ImportRow, is *importStep, routes map[string]string) (*ladder.ImportRowError, error) {
+// importedRoute is a route an import made, for the adjudications after it.
+type importedRoute struct {
+	id   string
+	lane ladder.Lane
+}
+
+func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.ImportRow, is *importStep, routes map[string]importedRoute) (*ladder.ImportRowError, error) {
 	k := is.key
 	if r.Type == ladder.ImportOutcome {
 		o := ladder.Outcome{ID: ladder.NewID("oc"), Workspace: k.Workspace, Queue: k.Queue, Step: k.Step, Item: r.Item, HandledBy: r.HandledBy, OK: *r.OK, At: r.Time}
@@ -215,7 +222,11 @@ func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.Imp
 	lane := r.RouteLane()
 	var routeID string
 	if r.Adjudication {
-		id, ok := routes[itemKey]
+		// An adjudication's kind is its route's, as live: the lane the
+		// item was routed in, whatever the row says.
+		rt, ok := routes[itemKey]
+		id := rt.id
+		lane = cmp.Or(rt.lane, lane)
 		if !ok {
 			var err error
 			if id, ok, err = tx.ReviewedRoute(k, r.Item); err != nil {
@@ -240,7 +251,7 @@ func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.Imp
 		}
 		routeID = rt.ID
 	}
-	routes[itemKey] = routeID
+	routes[itemKey] = importedRoute{id: routeID, lane: lane}
 	kind := ladder.ReviewShadow
 	switch lane {
 	case ladder.LaneAuto:
