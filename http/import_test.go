@@ -27,6 +27,11 @@ workspaces:
             name: Pay the invoice
             lane: shadow
             rules: {propose_min_weeks: 1, propose_min_n: 20, propose_lower: 0.75, auto_min_weeks: 4, auto_min_n: 300, auto_lower: 0.95}
+          - id: post_bill
+            name: Post the bill
+            money_moving: true
+            lane: auto
+            audit_rate: 0.5
   - id: other
     queues:
       - id: q
@@ -86,6 +91,45 @@ func liveHistory(t *testing.T, e *testenv.Env) []ladder.ImportRow {
 			}
 			rows = append(rows, row)
 		}
+	}
+	return rows
+}
+
+// liveAuditHistory records audits of a money-moving step in auto through
+// the live API, one severity-1 failure among them (which doubles the audit
+// rate and demotes the step to propose), then reviews in propose, and
+// returns them as import rows.
+func liveAuditHistory(t *testing.T, e *testenv.Env) []ladder.ImportRow {
+	t.Helper()
+	agent, human := e.Keys["acme/agent"], e.Keys["acme/human"]
+	start := e.Clock.Now()
+	var rows []ladder.ImportRow
+	audits := 0
+	for i := range 40 {
+		d := time.Duration(i+1)*3*time.Hour + 30*time.Minute
+		e.Clock.Advance(start.Add(d).Sub(e.Clock.Now()))
+		item := fmt.Sprintf("BILL-%d", i)
+		rt := e.Do("POST", "/v1/route", agent, map[string]any{"step": "post_bill", "item": item})
+		if rt.Status != 200 {
+			t.Fatalf("route %d: %d %s", i, rt.Status, rt.Raw)
+		}
+		lane := rt.Body["lane"].(string)
+		if lane == "auto" && rt.Body["audit"] != true {
+			continue // the agent acted alone and nobody checks this item
+		}
+		row := ladder.ImportRow{Type: "review", At: start.Add(d).UTC().Format(time.RFC3339), Step: "post_bill", Item: item, Lane: lane, Verdict: "agree"}
+		body := map[string]any{"verdict": "agree"}
+		if lane == "auto" {
+			row.Type, row.Lane = "audit", ""
+			if audits++; audits == 4 {
+				row.Verdict, row.Severity = "disagree", 1
+				body["verdict"], body["severity"] = "disagree", 1
+			}
+		}
+		if r := e.Do("POST", "/v1/routes/"+rt.Body["route_id"].(string)+"/review", human, body); r.Status != 201 {
+			t.Fatalf("review %d: %d %s", i, r.Status, r.Raw)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -150,9 +194,13 @@ func scrub(v any) any {
 	return v
 }
 
-func evidenceOf(t *testing.T, e *testenv.Env) map[string]any {
+func evidenceOf(t *testing.T, e *testenv.Env, step ...string) map[string]any {
 	t.Helper()
-	r := e.Do("GET", "/v1/steps/pay/pay_invoice/evidence", e.Keys["acme/human"], nil)
+	path := "/v1/steps/pay/pay_invoice/evidence"
+	if len(step) > 0 {
+		path = "/v1/steps/pay/" + step[0] + "/evidence"
+	}
+	r := e.Do("GET", path, e.Keys["acme/human"], nil)
 	if r.Status != 200 {
 		t.Fatalf("evidence: %d %s", r.Status, r.Raw)
 	}
@@ -165,16 +213,27 @@ func importBody(t *testing.T, e *testenv.Env, key, query, contentType, body stri
 }
 
 // TestImportDecidesAsLiveReviews is the heart of the import: a history
-// imported in one file ends with the same lane changes, figures and step
-// state as the same reviews recorded one by one through the live API.
+// imported in one file ends with the same lane changes, figures, evidence
+// packs and step states as the same reviews recorded one by one through
+// the live API with the clock at each row's time — a step crossing
+// shadow→propose (with an adjudication, operator errors and outcomes) and
+// a money-moving step in auto whose severity-1 audit failure doubles its
+// audit rate and demotes it, in JSON lines and in CSV.
 func TestImportDecidesAsLiveReviews(t *testing.T) {
 	live := testenv.Start(t, importConfig)
 	rows := liveHistory(t, live)
+	live.Clock.Advance(-live.Clock.Now().Sub(time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)))
+	rows = append(rows, liveAuditHistory(t, live)...)
+	live.Clock.Advance(14 * 24 * time.Hour) // past both histories
 	want := evidenceOf(t, live)
 	if lc, _ := want["lane_changes"].([]any); len(lc) == 0 {
 		t.Fatalf("the live history moved no lane; the test needs a shadow→propose move: %v", want["lane_changes"])
 	}
-	wantState, err := live.Store.GetStepState(t.Context(), ladder.StepKey{Workspace: "acme", Queue: "pay", Step: "pay_invoice"})
+	wantAudit := evidenceOf(t, live, "post_bill")
+	if lc, _ := wantAudit["lane_changes"].([]any); len(lc) == 0 {
+		t.Fatalf("the live audits moved no lane; the test needs an auto→propose move: %v", wantAudit["lane_changes"])
+	}
+	wantState, err := live.Store.ListStepStates(t.Context(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +252,10 @@ func TestImportDecidesAsLiveReviews(t *testing.T) {
 			if diff := cmp.Diff(want, evidenceOf(t, imp)); diff != "" {
 				t.Errorf("evidence pack after import (-live +imported):\n%s", diff)
 			}
-			got, err := imp.Store.GetStepState(t.Context(), ladder.StepKey{Workspace: "acme", Queue: "pay", Step: "pay_invoice"})
+			if diff := cmp.Diff(wantAudit, evidenceOf(t, imp, "post_bill")); diff != "" {
+				t.Errorf("post_bill evidence pack after import (-live +imported):\n%s", diff)
+			}
+			got, err := imp.Store.ListStepStates(t.Context(), "acme")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,6 +266,9 @@ func TestImportDecidesAsLiveReviews(t *testing.T) {
 			s := steps[0].(map[string]any)
 			if s["lane"] != "propose" || len(s["lane_changes"].([]any)) != 1 || s["outcomes"].(float64) != 9 {
 				t.Errorf("summary: %s", r.Raw)
+			}
+			if a := steps[1].(map[string]any); a["audits"].(float64) < 4 || a["lane"] != "propose" {
+				t.Errorf("post_bill summary: %v", a)
 			}
 			recs, err := imp.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: "acme", Kind: ladder.AuditHistoryImport})
 			if err != nil || len(recs) != 1 {
