@@ -360,4 +360,13 @@ func TestImportKeys(t *testing.T) {
 	if r := importBody(t, e, all, "?workspace=acme", "application/x-ndjson", row); r.Status != 200 {
 		t.Errorf("all-workspaces key with ?workspace=: %d %s", r.Status, r.Raw)
 	}
+	// Rows start where the step's record ends: one older than the review
+	// just imported is refused.
+	older := `{"type":"review","at":"2026-09-02T09:00:00Z","step":"pay_invoice","item":"B","lane":"shadow","verdict":"agree"}`
+	if r := importBody(t, e, e.Keys["acme/admin"], "", "text/plain", older+"\n"); r.Status != 415 {
+		t.Errorf("text/plain: %d %s", r.Status, r.Raw)
+	}
+	if r := importBody(t, e, e.Keys["acme/admin"], "?format=jsonl", "text/plain", older); r.Status != 400 || !strings.Contains(string(r.Raw), `"field":"at"`) || !strings.Contains(string(r.Raw), "older than the step's latest record") {
+		t.Errorf("a row older than the record: %d %s", r.Status, r.Raw)
+	}
 }

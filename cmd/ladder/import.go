@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,12 +13,15 @@ import (
 )
 
 const importUsage = `usage: ladder import [--config FILE] [--db PATH|postgres://…] [--workspace ID] [--format jsonl|csv] FILE
+       ladder import --server URL --key ADMIN_KEY [--workspace ID] [--format jsonl|csv] FILE
 
 Loads past reviews, audits and outcomes with their timestamps (JSON lines or
-CSV with a header row; see README "Importing history") into a database, in
-one audited transaction. The rows are replayed in time order through the
-same rules as live reviews. Prints one line per step, or the bad rows with
-their line numbers (exit 3; nothing is imported).`
+CSV with a header row; see README "Importing history") into a database, or
+through a server (POST /v1/import, an admin key), in one audited
+transaction. The rows are replayed in time order through the same rules as
+live reviews. Prints one line per step, or the bad rows with their line
+numbers (exit 3; nothing is imported). A key selects the server unless
+--db is given.`
 
 // cmdImport imports a file of past records into a local database.
 func cmdImport(ctx context.Context, e env, args []string) error {
@@ -25,7 +29,8 @@ func cmdImport(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() { fmt.Fprintln(e.stderr, importUsage); fs.PrintDefaults() }
 	lf := addLocalFlags(fs)
-	ws := fs.String("workspace", "", "the workspace the rows belong to (default: the config's only workspace)")
+	rf := addRemoteFlags(fs, e)
+	ws := fs.String("workspace", "", "the workspace the rows belong to (default: the config's only workspace, or the key's)")
 	format := fs.String("format", "", "jsonl or csv (default: from the file's extension, .csv for CSV)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: 3}
@@ -48,6 +53,24 @@ func cmdImport(ctx context.Context, e env, args []string) error {
 	}
 	if *format == "" {
 		*format = ladder.ImportFormatOf(path)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["db"] && *rf.key != "" {
+		c, err := rf.client()
+		if err != nil {
+			return err
+		}
+		res, err := c.Import(ctx, *ws, *format, data)
+		if err != nil {
+			printBadRows(e.stderr, path, err)
+			return refusal(err)
+		}
+		if *rf.json {
+			return printJSON(e.stdout, res)
+		}
+		printImport(e.stdout, res)
+		return nil
 	}
 	st, err := lf.open(ctx, e)
 	if err != nil {
@@ -74,15 +97,20 @@ func cmdImport(ctx context.Context, e env, args []string) error {
 // FILE:LINE: field: message.
 func printBadRows(w io.Writer, path string, err error) {
 	le := ladder.AsError(err)
-	switch rows := le.Data["rows"].(type) {
-	case []ladder.ImportRowError:
-		for _, r := range rows {
-			field := ""
-			if r.Field != "" {
-				field = r.Field + ": "
-			}
-			fmt.Fprintf(w, "%s:%d: %s%s\n", path, r.Line, field, r.Message)
+	var rows []ladder.ImportRowError
+	switch rs := le.Data["rows"].(type) {
+	case []ladder.ImportRowError: // refused here
+		rows = rs
+	case []any: // refused by a server, as JSON
+		data, _ := json.Marshal(rs)
+		_ = json.Unmarshal(data, &rows)
+	}
+	for _, r := range rows {
+		field := ""
+		if r.Field != "" {
+			field = r.Field + ": "
 		}
+		fmt.Fprintf(w, "%s:%d: %s%s\n", path, r.Line, field, r.Message)
 	}
 }
 

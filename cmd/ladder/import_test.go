@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ladderhq/ladder/internal/testenv"
 )
 
 const importCLIConfig = `
@@ -79,5 +81,30 @@ func TestImportCLI(t *testing.T) {
 	out, stderr, err = runCLI(t, nil, "import", "--config", cfg, "--db", db, good, "--format", "jsonl")
 	if err != nil || !strings.Contains(out, "pay/pay_invoice: 1 reviews") {
 		t.Fatalf("good row after the refusal: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestImportCLIServer: with a key and no --db, ladder import sends the file
+// to the server (POST /v1/import) and prints the same summary, or the
+// server's bad rows by line.
+func TestImportCLIServer(t *testing.T) {
+	e := testenv.Start(t, "")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "h.jsonl")
+	good := `{"type":"review","at":"2026-09-02T10:00:00Z","step":"rate_check","item":"BILL-1","lane":"propose","verdict":"agree"}` + "\n"
+	if err := os.WriteFile(file, []byte(good+`{"type":"review","at":"2026-09-02T11:00:00Z","step":"rate_check","item":"BILL-2","lane":"propose","verdict":"meh"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"import", "--server", e.Server.URL, "--key", e.Keys["vantrow-bills/admin"], file}
+	_, stderr, err := runCLI(t, nil, args...)
+	if exitCode(err) != 3 || !strings.Contains(stderr, file+":2: verdict: ") {
+		t.Fatalf("bad row over REST: exit %d\n%s", exitCode(err), stderr)
+	}
+	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, nil, args...)
+	if err != nil || !strings.Contains(out, "bills/rate_check: 1 reviews, 0 audits, 0 outcomes; no lane changes; now in propose.") {
+		t.Fatalf("import over REST: %v\n%s%s", err, out, stderr)
 	}
 }
