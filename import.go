@@ -98,6 +98,8 @@ func ParseImport(data []byte, format string) ([]ImportRow, []ImportRowError, err
 		rows []ImportRow
 		bad  []ImportRowError
 	)
+	// Spreadsheets often start a UTF-8 file with a byte-order mark.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	switch format {
 	case ImportFormatJSONL:
 		rows, bad = parseJSONL(data)
