@@ -372,4 +372,17 @@ type ImportTx interface {
 	// ReviewedRoute returns the id of the latest route of the item at the
 	// step that has a review, if any: what an adjudication overrules.
 	ReviewedRoute(k StepKey, item string) (string, bool, error)
+	// StepRecord returns what the step's record holds, read inside the
+	// transaction (after LockState), so no live review can land between
+	// the import's checks and its writes.
+	StepRecord(k StepKey) (StepRecord, error)
+}
+
+// StepRecord is what an import builds on: the time of the step's latest
+// recorded review or lane change (Has false when there is neither) and its
+// outcome counts.
+type StepRecord struct {
+	Latest   time.Time
+	Has      bool
+	Outcomes OutcomeCounts
 }

@@ -745,6 +745,35 @@ func (w *wtx) InsertOutcome(o ladder.Outcome) error {
 	return w.sendBatch(b, nil)
 }
 
+// StepRecord returns the step's latest review or lane change time and
+// its outcome counts, inside the write transaction.
+func (w *wtx) StepRecord(k ladder.StepKey) (ladder.StepRecord, error) {
+	var (
+		rec    ladder.StepRecord
+		rv, lc *time.Time
+		an, af int
+		pn, pf int
+	)
+	if err := w.queryRow(`SELECT (SELECT MAX(at) FROM reviews WHERE workspace = $1 AND queue = $2 AND step = $3),
+		(SELECT MAX(at) FROM lane_changes WHERE workspace = $1 AND queue = $2 AND step = $3)`,
+		k.Workspace, k.Queue, k.Step).Scan(&rv, &lc); err != nil {
+		return rec, err
+	}
+	for _, t := range []*time.Time{rv, lc} {
+		if t != nil && (!rec.Has || t.After(rec.Latest)) {
+			rec.Latest, rec.Has = ladder.NormTime(*t), true
+		}
+	}
+	if err := w.queryRow(`SELECT COALESCE(SUM(CASE WHEN handled_by = 'agent' THEN n END), 0)::int, COALESCE(SUM(CASE WHEN handled_by = 'agent' THEN failures END), 0)::int,
+		COALESCE(SUM(CASE WHEN handled_by = 'person' THEN n END), 0)::int, COALESCE(SUM(CASE WHEN handled_by = 'person' THEN failures END), 0)::int
+		FROM outcome_counts WHERE workspace = $1 AND queue = $2 AND step = $3`, k.Workspace, k.Queue, k.Step).Scan(&an, &af, &pn, &pf); err != nil {
+		return rec, err
+	}
+	rec.Outcomes.Add(ladder.HandledByAgent, an, af)
+	rec.Outcomes.Add(ladder.HandledByPerson, pn, pf)
+	return rec, nil
+}
+
 // ReviewedRoute returns the latest reviewed route of the item at the step.
 func (w *wtx) ReviewedRoute(k ladder.StepKey, item string) (string, bool, error) {
 	var id string

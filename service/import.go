@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
@@ -72,16 +73,8 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 		k := ladder.StepKey{Workspace: req.Workspace, Queue: st.Queue, Step: st.ID}
 		keys[i] = k
 		if steps[k] == nil {
-			is, err := s.importStepOf(ctx, st, k)
-			if err != nil {
-				return ladder.ImportResult{}, err
-			}
-			steps[k] = is
+			steps[k] = &importStep{st: st, key: k, fresh: true}
 			order = append(order, k)
-		}
-		if is := steps[k]; !is.fresh && !r.Time.IsZero() && r.Time.Before(is.latest.Time) {
-			bad = append(bad, ladder.ImportRowError{Line: r.Line, Field: "at", Message: fmt.Sprintf(
-				"The row is older than the step's latest record (%s); rows are replayed on top of the step's record, so they start where it ends.", is.latest.At)})
 		}
 	}
 	if len(bad) > 0 {
@@ -103,10 +96,23 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 		refused = nil
 		for _, k := range order {
 			is := steps[k]
-			is.oc, is.sum = is.stored, ladder.ImportStepSummary{Queue: k.Queue, Step: k.Step, LaneChanges: []ladder.LaneChange{}}
+			// The step's record is read after its state is locked, inside
+			// the transaction that writes the rows, so the check below and
+			// the counts the decider sees are those in force at commit.
+			is.sum = ladder.ImportStepSummary{Queue: k.Queue, Step: k.Step, LaneChanges: []ladder.LaneChange{}}
 			if err := backdate(tx, is, rows[firstOf(idx, keys, k)]); err != nil {
 				return err
 			}
+			is.oc = is.stored
+		}
+		for i, r := range rows {
+			if is := steps[keys[i]]; is != nil && !is.fresh && r.Time.Before(is.latest.Time) {
+				refused = append(refused, ladder.ImportRowError{Line: r.Line, Field: "at", Message: fmt.Sprintf(
+					"The row is older than the step's latest record (%s); rows are replayed on top of the step's record, so they start where it ends.", is.latest.At)})
+			}
+		}
+		if len(refused) > 0 {
+			return errImportRefused
 		}
 		routes := map[string]importedRoute{} // step and item → the route of its latest imported review
 		for _, i := range idx {
@@ -143,32 +149,6 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 // review of a route); the row is reported, not this.
 var errImportRefused = errors.New("import row refused")
 
-func (s *Service) importStepOf(ctx context.Context, st ladder.Step, k ladder.StepKey) (*importStep, error) {
-	is := &importStep{st: st, key: k, fresh: true}
-	last, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: k, Limit: 1})
-	if err != nil {
-		return nil, storeErr("reviews", err)
-	}
-	if len(last) > 0 {
-		is.fresh, is.latest.Time = false, last[0].At
-	}
-	changes, err := s.store.LaneChanges(ctx, k)
-	if err != nil {
-		return nil, storeErr("lane changes", err)
-	}
-	if n := len(changes); n > 0 {
-		is.fresh = false
-		if at := changes[n-1].At; at.After(is.latest.Time) {
-			is.latest.Time = at
-		}
-	}
-	if is.stored, err = s.store.OutcomeCounts(ctx, k); err != nil {
-		return nil, storeErr("outcome counts", err)
-	}
-	is.latest.At = is.latest.Time.UTC().Format("2006-01-02T15:04:05Z07:00")
-	return is, nil
-}
-
 // firstOf returns the index of the first row, in time order, of step k.
 func firstOf(idx []int, keys []ladder.StepKey, k ladder.StepKey) int {
 	for _, i := range idx {
@@ -179,13 +159,22 @@ func firstOf(idx []int, keys []ladder.StepKey, k ladder.StepKey) int {
 	return idx[0]
 }
 
-// backdate starts a step with no record yet in its lane at its first
-// imported row, so the weeks the history spans count as weeks in the lane.
+// backdate locks the step's state and reads its record inside the
+// import's transaction (what the older-row check and the decider's outcome
+// counts build on), then starts a step with no record yet in its lane at
+// its first imported row, so the weeks the history spans count as weeks in
+// the lane.
 func backdate(tx ladder.ImportTx, is *importStep, first ladder.ImportRow) error {
 	state, err := tx.LockState(is.key)
 	if err != nil {
 		return err
 	}
+	rec, err := tx.StepRecord(is.key)
+	if err != nil {
+		return fmt.Errorf("step record: %w", err)
+	}
+	is.fresh, is.latest.Time, is.stored = !rec.Has, rec.Latest, rec.Outcomes
+	is.latest.At = rec.Latest.UTC().Format(time.RFC3339)
 	is.sum.Lane = state.Lane
 	if !is.fresh || !first.Time.Before(state.LaneSince) {
 		return nil

@@ -692,6 +692,42 @@ func (w *wtx) InsertRoute(r ladder.Route) error { return w.s.mapErr(w.insertRout
 // InsertOutcome stores and counts an outcome.
 func (w *wtx) InsertOutcome(o ladder.Outcome) error { return w.insertOutcome(o) }
 
+// StepRecord returns the step's latest review or lane change time and
+// its outcome counts, inside the write transaction.
+func (w *wtx) StepRecord(k ladder.StepKey) (ladder.StepRecord, error) {
+	var (
+		rec    ladder.StepRecord
+		rv, lc sql.NullString
+		an, af int
+		pn, pf int
+	)
+	if err := w.queryRow(`SELECT (SELECT MAX(at) FROM reviews WHERE workspace = ? AND queue = ? AND step = ?),
+		(SELECT MAX(at) FROM lane_changes WHERE workspace = ? AND queue = ? AND step = ?)`,
+		k.Workspace, k.Queue, k.Step, k.Workspace, k.Queue, k.Step).Scan(&rv, &lc); err != nil {
+		return rec, err
+	}
+	for _, s := range []sql.NullString{rv, lc} {
+		if !s.Valid {
+			continue
+		}
+		t, err := parseTime(s.String)
+		if err != nil {
+			return rec, err
+		}
+		if !rec.Has || t.After(rec.Latest) {
+			rec.Latest, rec.Has = t, true
+		}
+	}
+	if err := w.queryRow(`SELECT COALESCE(SUM(CASE WHEN handled_by = 'agent' THEN n END), 0), COALESCE(SUM(CASE WHEN handled_by = 'agent' THEN failures END), 0),
+		COALESCE(SUM(CASE WHEN handled_by = 'person' THEN n END), 0), COALESCE(SUM(CASE WHEN handled_by = 'person' THEN failures END), 0)
+		FROM outcome_counts WHERE workspace = ? AND queue = ? AND step = ?`, k.Workspace, k.Queue, k.Step).Scan(&an, &af, &pn, &pf); err != nil {
+		return rec, err
+	}
+	rec.Outcomes.Add(ladder.HandledByAgent, an, af)
+	rec.Outcomes.Add(ladder.HandledByPerson, pn, pf)
+	return rec, nil
+}
+
 // ReviewedRoute returns the latest reviewed route of the item at the step.
 func (w *wtx) ReviewedRoute(k ladder.StepKey, item string) (string, bool, error) {
 	var id string

@@ -21,6 +21,9 @@ func testImportRecords(t *testing.T, s ladder.Store) {
 	o1 := ladder.Outcome{ID: "oc_imp_1", Workspace: wsA, Queue: stepKey.Queue, Step: stepKey.Step, Item: "bill-1", HandledBy: ladder.HandledByPerson, OK: false, At: t0.Add(2 * time.Hour)}
 	before := auditKinds(t, s)
 	check(t, s.ImportRecords(ctx, func(tx ladder.ImportTx) error {
+		if rec, err := tx.StepRecord(stepKey); err != nil || rec.Has || rec.Outcomes != (ladder.OutcomeCounts{}) {
+			t.Errorf("StepRecord of a step with no record: %+v, %v", rec, err)
+		}
 		if _, ok, err := tx.ReviewedRoute(stepKey, "bill-1"); err != nil || ok {
 			t.Errorf("ReviewedRoute before any review: %v, %v", ok, err)
 		}
@@ -35,6 +38,16 @@ func testImportRecords(t *testing.T, s ladder.Store) {
 		}
 		if err := tx.InsertOutcome(o1); err != nil {
 			return err
+		}
+		// The step's record as the import sees it, inside the transaction:
+		// the review just recorded and the outcome just counted.
+		rec, err := tx.StepRecord(stepKey)
+		if err != nil {
+			return err
+		}
+		want := ladder.StepRecord{Latest: t0.Add(time.Hour), Has: true, Outcomes: ladder.OutcomeCounts{PersonN: 1, PersonFailures: 1}}
+		if diff := cmp.Diff(want, rec); diff != "" {
+			t.Errorf("StepRecord inside the import (-want +got):\n%s", diff)
 		}
 		return tx.AppendAudit(entry(t, wsA, ladder.AuditHistoryImport, "imp_1", t0, map[string]any{"rows": 2}))
 	}))
