@@ -12,8 +12,12 @@ import (
 // cmdApprovals lists, approves, rejects and retries approval requests
 // against a server, with a human key.
 func cmdApprovals(ctx context.Context, e env, args []string) error {
+	const usage = "usage: ladder approvals list|approve|reject|retry [flags]\n\nRun 'ladder approvals SUBCOMMAND -h' for a subcommand's flags."
 	if len(args) == 0 {
-		return exitError{code: 3, msg: "usage: ladder approvals list|approve|reject|retry [flags]"}
+		return exitError{code: 3, msg: usage}
+	}
+	if ok, err := subcommandHelp(e, args, usage); ok {
+		return err
 	}
 	fs := flag.NewFlagSet("approvals "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -23,8 +27,8 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 		status := fs.String("status", "pending", "pending, approved, rejected, expired, executing, shadow, or \"\" for all")
 		cursor := fs.String("cursor", "", "next_cursor of the previous page")
 		limit := fs.Int("limit", 50, "page size (1–500)")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitError{code: 3}
+		if _, err := parseInterleaved(e, fs, args[1:]); err != nil {
+			return err
 		}
 		c, err := rf.client()
 		if err != nil {
@@ -51,9 +55,9 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 	case "approve", "reject", "retry":
 		payload := fs.String("payload", "", "approve: the edited payload as JSON (edit, then approve)")
 		reason := fs.String("reason", "", "why (required to reject)")
-		pos, err := parseInterleaved(fs, args[1:])
+		pos, err := parseInterleaved(e, fs, args[1:])
 		if err != nil {
-			return exitError{code: 3}
+			return err
 		}
 		if len(pos) != 1 {
 			return exitError{code: 3, msg: fmt.Sprintf("usage: ladder approvals %s APPROVAL_ID [--reason TEXT]", args[0])}

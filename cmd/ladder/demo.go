@@ -32,8 +32,8 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	if *printConfig {
 		_, err := e.stdout.Write(config.Demo())

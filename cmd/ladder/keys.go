@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -27,17 +28,39 @@ func addLocalFlags(fs *flag.FlagSet) localFlags {
 	}
 }
 
+// open loads the config and opens the database, creating and migrating it
+// as needed (keys create, keys revoke).
 func (l localFlags) open(ctx context.Context, e env) (*stack, error) {
+	return l.openWith(ctx, e, false)
+}
+
+// openReadOnly loads the config and opens an existing database read-only
+// (keys list, backtest): a missing file is an error naming it, never an
+// empty database created by accident.
+func (l localFlags) openReadOnly(ctx context.Context, e env) (*stack, error) {
+	return l.openWith(ctx, e, true)
+}
+
+func (l localFlags) openWith(ctx context.Context, e env, readOnly bool) (*stack, error) {
 	cfg, err := config.Load(*l.config)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return openStack(ctx, cfg, *l.db, e.getenv, newLogger(e.stderr))
+	// A person reads this command's output: warnings are plain lines, and
+	// the store's routine notes (migrations applied) stay out of it.
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return openStackWith(ctx, cfg, *l.db, e.getenv, log, stackOptions{readOnly: readOnly, warn: func(msg string) {
+		fmt.Fprintln(e.stderr, "ladder: warning: "+msg+".")
+	}})
 }
 
 func cmdKeys(ctx context.Context, e env, args []string) error {
+	const usage = "usage: ladder keys create|list|revoke [flags]\n\nRun 'ladder keys SUBCOMMAND -h' for a subcommand's flags."
 	if len(args) == 0 {
-		return exitError{code: 3, msg: "usage: ladder keys create|list|revoke [flags]"}
+		return exitError{code: 3, msg: usage}
+	}
+	if ok, err := subcommandHelp(e, args, usage); ok {
+		return err
 	}
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -49,8 +72,8 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		name := fs.String("name", "", "a name to recognise the key by")
 		expires := fs.Duration("expires", 0, "expire the key after this long (e.g. 720h); 0 never expires")
 		asJSON := fs.Bool("json", false, "print the key as JSON")
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
 		if *ws == "" || *kind == "" {
 			return exitError{code: 3, msg: "ladder keys create: --workspace and --kind are required (--kind agent|human|admin)"}
@@ -71,10 +94,10 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		return nil
 	case "list":
 		ws := fs.String("workspace", "", "only this workspace's keys")
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
-		st, err := lf.open(ctx, e)
+		st, err := lf.openReadOnly(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -100,8 +123,8 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
 		if fs.NArg() != 1 {
 			return exitError{code: 3, msg: "usage: ladder keys revoke [--config F --db D] ID"}

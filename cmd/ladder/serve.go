@@ -79,14 +79,33 @@ func openStoreReadOnly(ctx context.Context, db string, getenv func(string) strin
 	return st, nil
 }
 
+// stackOptions say how a command uses its stack.
+type stackOptions struct {
+	// readOnly opens the database read-only: a missing SQLite file is an
+	// error naming it, and nothing is migrated or written.
+	readOnly bool
+	// warn, when set, gets the start-up warnings instead of the logger: a
+	// command run by a person prints them as one plain line each.
+	warn func(msg string)
+}
+
 // openStack loads the config and opens the store.
 func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger) (*stack, error) {
-	st, err := openStore(ctx, db, getenv, log)
+	return openStackWith(ctx, cfg, db, getenv, log, stackOptions{})
+}
+
+// openStackWith is openStack with options.
+func openStackWith(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger, o stackOptions) (*stack, error) {
+	open := openStore
+	if o.readOnly {
+		open = openStoreReadOnly
+	}
+	st, err := open(ctx, db, getenv, log)
 	if err != nil {
 		return nil, err
 	}
 	pool := upstream.NewPool(getenv, log)
-	svc, err := newService(ctx, cfg, st, pool, getenv, log)
+	svc, err := newService(ctx, cfg, st, pool, getenv, log, o)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
@@ -187,8 +206,8 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	maxPerKey := fs.Int("max-inflight-per-key", lhttp.DefaultMaxInFlightPerKey, "requests one key may have in progress, bodies being read included; more are answered 429 RATE_LIMITED (negative: no cap)")
 	maxPerAddress := fs.Int("max-inflight-per-address", lhttp.DefaultMaxInFlightPerAddress, "requests without a valid key (console, keyless /mcp) one client address (IPv4, or IPv6 /64) may have in progress; more are answered 429 RATE_LIMITED (negative: no cap; behind a proxy every client has its address)")
 	bodyTimeout := fs.Duration("body-timeout", lhttp.DefaultBodyTimeout, "time to read a whole request body; a body not in by then is answered 408 BODY_TIMEOUT")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	log := newLogger(e.stderr)
 	cfg, err := config.Load(*cfgPath)
