@@ -4,8 +4,8 @@
 package main
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
