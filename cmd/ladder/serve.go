@@ -117,7 +117,12 @@ func openStackWith(ctx context.Context, cfg *config.Config, db string, getenv fu
 type serveOptions struct {
 	addr    string
 	baseURL string
-	ready   func(url string) // called once listening
+	// listener, when set, is already bound to addr (the demo binds before
+	// it seeds, so a busy port fails at once).
+	listener net.Listener
+	// ready is called once listening, before the first request is
+	// served; an error from it stops the server.
+	ready func(url string) error
 	demo    bool             // links use the listening address
 	// toolNames is the MCP tool-name form: canonical or portable.
 	toolNames string
@@ -139,13 +144,19 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := checkToolDefinitions(ctx, st, reg); err != nil {
+		if o.listener != nil {
+			o.listener.Close()
+		}
 		return err
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
 	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)
+	ln := o.listener
+	if ln == nil {
+		var err error
+		if ln, err = listen(o.addr); err != nil {
+			return err
+		}
 	}
 	url := "http://" + ln.Addr().String()
 	if o.baseURL == "" && o.demo {
@@ -159,7 +170,10 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
 	if o.ready != nil {
-		o.ready(url)
+		if err := o.ready(url); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -177,6 +191,16 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// listen binds addr, or says which address is busy and how to pick
+// another.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", addr, err)
+	}
+	return ln, nil
 }
 
 // newHTTPServer returns the server with every timeout set, so a slow or
