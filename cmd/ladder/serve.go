@@ -123,7 +123,7 @@ type serveOptions struct {
 	// ready is called once listening, before the first request is
 	// served; an error from it stops the server.
 	ready func(url string) error
-	demo    bool             // links use the listening address
+	demo  bool // links use the listening address
 	// toolNames is the MCP tool-name form: canonical or portable.
 	toolNames string
 	// openWorkspace serves that workspace's MCP tools without a key to
