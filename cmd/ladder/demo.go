@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -37,7 +38,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *printConfig {
-		_, err := e.stdout.Write(config.Demo())
+		_, err := e.stdout.Write(printedDemoConfig())
 		return err
 	}
 	log := newLogger(e.stderr)
@@ -179,4 +180,17 @@ MCP client configuration (vantrow-bills agent):
 
 Press Ctrl-C to stop.
 `, b.url, agent)
+}
+
+// printedDemoConfig is the demo config as --print-config writes it: the
+// embedded file's schema comment names ladder.schema.json beside it in
+// config/, but the printed copy lands wherever it is redirected (the README
+// writes ./ladder.yaml at the repository root), so it names the schema from
+// there.
+func printedDemoConfig() []byte {
+	return bytes.Replace(config.Demo(),
+		[]byte("# yaml-language-server: $schema="+config.SchemaFile+"\n"),
+		[]byte("# yaml-language-server: $schema=config/"+config.SchemaFile+"\n"+
+			"# (the schema's path from the repository root; elsewhere, point it at your\n"+
+			"# copy of config/"+config.SchemaFile+")\n"), 1)
 }

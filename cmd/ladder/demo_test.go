@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ladderhq/ladder/config"
 )
 
 // TestSecondDemoOnABusyPort starts one demo in-process, then a second on
@@ -88,4 +90,34 @@ func readDemoKeys(t *testing.T, path string) demoKeys {
 		t.Fatalf("keys file %s: %v", path, err)
 	}
 	return k
+}
+
+// TestPrintedDemoConfigTellsTheTruth: the printed config's schema comment
+// names a file that exists from the repository root (where the README
+// writes ladder.yaml), and its comment on demo: URLs says what serve does
+// with them and what to put instead.
+func TestPrintedDemoConfigTellsTheTruth(t *testing.T) {
+	out, _, err := runCLI(t, nil, "demo", "--print-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	schema, ok := strings.CutPrefix(first, "# yaml-language-server: $schema=")
+	if !ok {
+		t.Fatalf("first line %q is not a schema comment", first)
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", schema)); err != nil {
+		t.Errorf("$schema=%s does not resolve from the repository root: %v", schema, err)
+	}
+	if strings.Contains(out, "serve` refuses them") {
+		t.Error("the config says serve refuses demo: URLs; serve runs the stand-ins with a warning")
+	}
+	for _, want := range []string{"by `ladder serve` with a warning", "replace each with the real system's http(s):// URL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("printed config lacks %q", want)
+		}
+	}
+	if _, err := config.Parse("printed.yaml", []byte(out)); err != nil {
+		t.Errorf("the printed config does not parse: %v", err)
+	}
 }
