@@ -219,6 +219,9 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		// the request did not come through it.
 		p, ok := r.Context().Value(principalKey{}).(ladder.Principal)
 		if !ok {
+			if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+				return berr
+			}
 			var err error
 			if p, err = s.svc.Authenticate(r.Context(), bearer(r)); err != nil {
 				return err
