@@ -49,6 +49,7 @@ const (
 	CodeUpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
 	CodeUpstreamFailed      Code = "UPSTREAM_FAILED"
 	CodeOutcomeUnknown      Code = "OUTCOME_UNKNOWN"
+	CodeServerUnreachable   Code = "SERVER_UNREACHABLE"
 	CodeInternal            Code = "INTERNAL"
 )
 
@@ -116,6 +117,7 @@ var codeTable = []CodeInfo{
 	{CodeUpstreamTimeout, "the upstream did not answer in time"},
 	{CodeUpstreamFailed, "the upstream answered with a failure"},
 	{CodeOutcomeUnknown, "the call with this idempotency_key began, but the server running it stopped before its result was stored: it may or may not have run upstream, and ladder will not run it again under this key; check the upstream system"},
+	{CodeServerUnreachable, "a client (the CLI, the Go client, the gateway) could not connect to the ladder server at the URL it was given; no server sends it"},
 	{CodeInternal, "an internal error; the log has details"},
 }
 

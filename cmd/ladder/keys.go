@@ -152,7 +152,7 @@ func refusal(err error) error {
 	if e.Hint != "" {
 		msg += "\nhint: " + e.Hint
 	}
-	if e.Code == ladder.CodeInternal && e.Err != nil {
+	if (e.Code == ladder.CodeInternal || e.Code == ladder.CodeServerUnreachable) && e.Err != nil {
 		msg += "\ncause: " + e.Err.Error()
 	}
 	return exitError{code: 3, msg: msg}

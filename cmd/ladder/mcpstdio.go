@@ -65,6 +65,9 @@ func cmdMCP(ctx context.Context, e env, args []string) error {
 			return rec.Result(), nil
 		}
 	case *server != "":
+		if err := checkServerURL("--server", *server); err != nil {
+			return err
+		}
 		client := &http.Client{Timeout: 60 * time.Second}
 		url := strings.TrimSuffix(*server, "/") + "/mcp"
 		post = func(body []byte) (*http.Response, error) {

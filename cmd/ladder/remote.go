@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 
@@ -35,10 +36,30 @@ func envOr(e env, name, def string) string {
 }
 
 func (r remoteFlags) client() (*client.Client, error) {
+	if err := checkServerURL("--server", *r.server); err != nil {
+		return nil, err
+	}
 	if *r.key == "" {
 		return nil, exitError{code: 3, msg: "a key is required: pass --key or set LADDER_KEY"}
 	}
 	return client.New(*r.server, *r.key), nil
+}
+
+// checkServerURL refuses a server address that is not an http or https
+// URL before anything is sent, naming the flag (or LADDER_SERVER): a
+// host:port alone would otherwise fail inside the client as an internal
+// error.
+func checkServerURL(flagName, server string) error {
+	u, err := url.Parse(server)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	example := "http://127.0.0.1:8080"
+	if server != "" && !strings.Contains(server, "://") {
+		// A host:port without a scheme: show it with one.
+		example = "http://" + server
+	}
+	return exitError{code: 3, msg: fmt.Sprintf("ladder: %s (or LADDER_SERVER) %q is not a server URL; give its scheme and host, e.g. %s", flagName, server, example)}
 }
 
 func printJSON(w io.Writer, v any) error {

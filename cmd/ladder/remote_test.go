@@ -46,3 +46,20 @@ func TestRemoteCLI(t *testing.T) {
 		t.Fatalf("no key: %v", err)
 	}
 }
+
+// TestServerFlagErrors: a --server without a scheme is a client-side error
+// naming the flag and showing the URL to give (before, an INTERNAL refusal
+// telling the user to ask the operator), and a server that does not answer
+// is SERVER_UNREACHABLE naming its URL (before, UPSTREAM_FAILED, which
+// means a capability's upstream).
+func TestServerFlagErrors(t *testing.T) {
+	_, _, err := runCLI(t, nil, "steps", "--server", "127.0.0.1:8080", "--key", "ldr_x")
+	if exitCode(err) != 3 || err == nil || !strings.Contains(err.Error(), "--server") || !strings.Contains(err.Error(), "http://127.0.0.1:8080") || strings.Contains(err.Error(), "INTERNAL") {
+		t.Errorf("--server without a scheme: %v", err)
+	}
+	down := "http://" + freeAddr(t)
+	_, _, err = runCLI(t, nil, "steps", "--server", down, "--key", "ldr_x")
+	if exitCode(err) != 3 || err == nil || !strings.Contains(err.Error(), "SERVER_UNREACHABLE") || !strings.Contains(err.Error(), down) || strings.Contains(err.Error(), "UPSTREAM_FAILED") {
+		t.Errorf("unreachable server: %v", err)
+	}
+}
