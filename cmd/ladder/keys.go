@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -148,12 +149,43 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 // message and its hint.
 func refusal(err error) error {
 	e := ladder.AsError(err)
-	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+	msg := fmt.Sprintf("%s: %s", e.Code, cliHint(e.Message))
 	if e.Hint != "" {
-		msg += "\nhint: " + e.Hint
+		msg += "\nhint: " + cliHint(e.Hint)
 	}
 	if (e.Code == ladder.CodeInternal || e.Code == ladder.CodeServerUnreachable) && e.Err != nil {
 		msg += "\ncause: " + e.Err.Error()
 	}
 	return exitError{code: 3, msg: msg}
+}
+
+// cliTerms rewrites what a refusal's hint names on the other surfaces (MCP
+// tools, REST endpoints and fields) into the CLI's commands and flags. The
+// service writes one hint for every surface; the CLI is where a person
+// reads it, so the CLI translates at the point it prints. Longer phrases
+// come first so that they win over their parts.
+func cliTerms() *strings.Replacer {
+	return strings.NewReplacer(
+		"call which_steps_run_alone (GET /v1/steps)", "run ladder steps",
+		"Call which_steps_run_alone", "Run ladder steps",
+		"call approval_status", "run ladder approvals list",
+		"call list_precondition_functions", "run ladder gate functions",
+		"which_steps_run_alone (GET /v1/steps)", "ladder steps",
+		"POST /v1/route or route_item", "ladder route",
+		`send "adjudication": true`, "pass --adjudication",
+		"mark an adjudication", "pass --adjudication",
+		"calling authorize", "running ladder gate authorize",
+		"GET /v1/steps", "ladder steps",
+		"which_steps_run_alone", "ladder steps",
+		"step_evidence", "ladder evidence STEP",
+		"route_item", "ladder route",
+		"list_precondition_functions", "ladder gate functions",
+		"gate_history_get", "ladder gate history",
+		"approval_status", "ladder approvals list",
+	)
+}
+
+// cliHint is a refusal's hint or message in the CLI's terms.
+func cliHint(hint string) string {
+	return cliTerms().Replace(hint)
 }

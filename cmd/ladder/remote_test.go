@@ -63,3 +63,33 @@ func TestServerFlagErrors(t *testing.T) {
 		t.Errorf("unreachable server: %v", err)
 	}
 }
+
+// TestCLIHintsNameCLICommands: a refusal printed by the CLI names CLI
+// commands and flags in its hint, not the MCP tools or REST fields the
+// service's hint names for the other surfaces.
+func TestCLIHintsNameCLICommands(t *testing.T) {
+	e := testenv.Start(t, "")
+	agent := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/agent"]}
+	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/human"]}
+	_, _, err := runCLI(t, agent, "evidence", "no_such_step")
+	if err == nil || !strings.Contains(err.Error(), "hint: run ladder steps") || strings.Contains(err.Error(), "which_steps_run_alone") || strings.Contains(err.Error(), "/v1/") {
+		t.Errorf("unknown step: %v", err)
+	}
+	out, _, err := runCLI(t, agent, "route", "post_tms", "B-1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		RouteID string `json:"route_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.RouteID == "" {
+		t.Fatalf("route: %v %s", err, out)
+	}
+	if _, _, err := runCLI(t, human, "review", r.RouteID, "--agree"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCLI(t, human, "review", r.RouteID, "--agree")
+	if err == nil || !strings.Contains(err.Error(), "ALREADY_REVIEWED") || !strings.Contains(err.Error(), "--adjudication") || strings.Contains(err.Error(), `"adjudication"`) {
+		t.Errorf("second review: %v", err)
+	}
+}
