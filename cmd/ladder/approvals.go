@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ladderhq/ladder"
 )
 
 // cmdApprovals lists, approves, rejects and retries approval requests
@@ -42,9 +44,9 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 			return printJSON(e.stdout, page)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCAPABILITY\tKIND\tSTATUS\tREQUESTED\tEXPIRES\tPAYLOAD")
+		fmt.Fprintln(tw, "ID\tCAPABILITY\tKIND\tSTATUS\tREQUESTED\tEXPIRES\tPROPOSED\tEXECUTED")
 		for _, a := range page.Approvals {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Capability, a.Kind, a.Status, a.CreatedAt.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339), a.Payload)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Capability, a.Kind, a.Status, a.CreatedAt.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339), a.Payload, executedPayload(a.Approval))
 		}
 		tw.Flush()
 		if page.NextCursor != "" {
@@ -112,4 +114,20 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	return exitError{code: 3, msg: fmt.Sprintf("ladder approvals: unknown subcommand %q; use list, approve, reject or retry", args[0])}
+}
+
+// executedPayload says what ran for an approval: the edited payload when a
+// person edited it, "as proposed" when it ran unedited, and what is
+// pending otherwise, so the list shows an edit beside the proposal.
+func executedPayload(a ladder.Approval) string {
+	switch {
+	case a.ExecutedAt != nil && len(a.EditedPayload) > 0:
+		return string(a.EditedPayload)
+	case a.ExecutedAt != nil:
+		return "as proposed"
+	case len(a.EditedPayload) > 0:
+		return "not run yet; edited to " + string(a.EditedPayload)
+	default:
+		return "—"
+	}
 }

@@ -61,3 +61,31 @@ func TestApprovalsCLI(t *testing.T) {
 		t.Fatalf("agent listing approvals: %v", err)
 	}
 }
+
+// TestApprovalEditsCLI: an edit that fails the payload schema names the
+// field and says an edit is the whole payload; approvals list shows what
+// ran (the edited payload) beside what the agent proposed.
+func TestApprovalEditsCLI(t *testing.T) {
+	e := testenv.Start(t, "")
+	agent := client.New(e.Server.URL, e.Keys["partner-programs/agent"])
+	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["partner-programs/human"]}
+	args := map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{"commission_id": "c-1"}}
+	call, err := agent.CallCapability(t.Context(), "ticket6:approveCommission", args)
+	if err != nil || call.Status != "approval_requested" {
+		t.Fatalf("call: %+v %v", call, err)
+	}
+	_, _, err = runCLI(t, human, "approvals", "approve", call.ApprovalID, "--payload", `{"note":"x"}`)
+	if exitCode(err) != 3 || !strings.Contains(err.Error(), "payload.commission_id") || !strings.Contains(err.Error(), "an edit replaces the whole payload") {
+		t.Fatalf("partial edit: %v", err)
+	}
+	if _, _, err := runCLI(t, human, "approvals", "approve", call.ApprovalID, "--payload", `{"commission_id":"c-9"}`); err != nil {
+		t.Fatalf("edit then approve: %v", err)
+	}
+	out, _, err := runCLI(t, human, "approvals", "list", "--status", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "PROPOSED") || !strings.Contains(out, "EXECUTED") || !strings.Contains(out, `{"commission_id":"c-1"}`) || !strings.Contains(out, `{"commission_id":"c-9"}`) {
+		t.Errorf("approvals list does not show the proposed and the executed payload side by side:\n%s", out)
+	}
+}
