@@ -24,6 +24,7 @@ const (
 	CodeRouteNotFound       Code = "ROUTE_NOT_FOUND"
 	CodeApprovalNotFound    Code = "APPROVAL_NOT_FOUND"
 	CodeNotFound            Code = "NOT_FOUND"
+	CodeMethodNotAllowed    Code = "METHOD_NOT_ALLOWED"
 	CodeInvalidArgument     Code = "INVALID_ARGUMENT"
 	CodeInvalidJSON         Code = "INVALID_JSON"
 	CodeBadCursor           Code = "BAD_CURSOR"
@@ -92,6 +93,7 @@ var codeTable = []CodeInfo{
 	{CodeRouteNotFound, "no route of that id in this workspace"},
 	{CodeApprovalNotFound, "no approval of that id in this workspace"},
 	{CodeNotFound, "no such object in this workspace"},
+	{CodeMethodNotAllowed, "the endpoint exists but not for this HTTP method; the Allow header lists those it answers"},
 	{CodeInvalidArgument, "a field is missing or has the wrong value"},
 	{CodeInvalidJSON, "the body is not valid strict JSON"},
 	{CodeBadCursor, "the page cursor is not one this server issued"},

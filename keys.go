@@ -115,3 +115,9 @@ func BearerToken(header string) (string, *Error) {
 	return "", &Error{Code: CodeKeyMissing, Message: "The Authorization header has no Bearer scheme, so no key was read.",
 		Hint: "put the word Bearer before the key: Authorization: Bearer ldr_<id>_<secret>"}
 }
+
+// KeyPage is one page of keys, oldest first (GET /v1/keys).
+type KeyPage struct {
+	Keys       []Key  `json:"keys"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -50,6 +50,7 @@ var statusOf = map[ladder.Code]int{
 	// Only clients name it (no connection was made); a relay that passes
 	// it on answers as a gateway that cannot reach its server.
 	ladder.CodeServerUnreachable: http.StatusBadGateway,
+	ladder.CodeMethodNotAllowed:  http.StatusMethodNotAllowed,
 	ladder.CodeInternal:          http.StatusInternalServerError,
 }
 

@@ -44,6 +44,7 @@ var rpcCodeOf = map[ladder.Code]int{
 	ladder.CodeUpstreamFailed:      ladder.RPCRefused,
 	ladder.CodeOutcomeUnknown:      ladder.RPCRefused,
 	ladder.CodeServerUnreachable:   ladder.RPCRefused,
+	ladder.CodeMethodNotAllowed:    ladder.RPCRefused,
 	ladder.CodeInternal:            ladder.RPCInternal,
 }
 
