@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestHelpHasNoSideEffect runs the built binary with -h and --help on every
@@ -135,5 +138,26 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	b, err := exec.Command(bin, "version").Output()
 	if err != nil || !strings.HasPrefix(string(b), "ladder v9.9.9 (commit ") {
 		t.Errorf("ladder version with -X main.version=v9.9.9: %q %v", b, err)
+	}
+}
+
+// TestVersionLine: the module version, the commit (marked when the work
+// tree was modified) and the Go version come from the build information;
+// a version set with -ldflags wins over the module's.
+func TestVersionLine(t *testing.T) {
+	settings := []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tt := range []struct {
+		name, v string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"go install of a tagged module", "dev", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}, "ladder v1.2.3 (commit unknown, go1.26.8)"},
+		{"go build in a changed checkout", "dev", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: settings}, "ladder dev (commit 0123456789abcdef0123456789abcdef01234567+modified, go1.26.8)"},
+		{"-ldflags -X main.version", "v9.9.9", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}, Settings: settings[:1]}, "ladder v9.9.9 (commit 0123456789abcdef0123456789abcdef01234567, go1.26.8)"},
+		{"no build information", "dev", nil, "ladder dev (commit unknown, unknown)"},
+	} {
+		if diff := cmp.Diff(tt.want, versionLine(tt.v, tt.bi)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }

@@ -155,14 +155,17 @@ func cmdVersion(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, versionLine())
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(e.stdout, versionLine(version, bi))
 	return nil
 }
 
-// versionLine is what ladder version prints, in one line.
-func versionLine() string {
-	v, commit, goVersion := version, "unknown", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
+// versionLine is what ladder version prints, in one line: v (main.version)
+// unless it is the default "dev" and the build names a module version, then
+// the build's commit and Go version (bi may be nil).
+func versionLine(v string, bi *debug.BuildInfo) string {
+	commit, goVersion := "unknown", "unknown"
+	if bi != nil {
 		goVersion = bi.GoVersion
 		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			v = bi.Main.Version
