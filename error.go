@@ -24,6 +24,7 @@ const (
 	CodeRouteNotFound       Code = "ROUTE_NOT_FOUND"
 	CodeApprovalNotFound    Code = "APPROVAL_NOT_FOUND"
 	CodeNotFound            Code = "NOT_FOUND"
+	CodeMethodNotAllowed    Code = "METHOD_NOT_ALLOWED"
 	CodeInvalidArgument     Code = "INVALID_ARGUMENT"
 	CodeInvalidJSON         Code = "INVALID_JSON"
 	CodeBadCursor           Code = "BAD_CURSOR"
@@ -49,6 +50,7 @@ const (
 	CodeUpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
 	CodeUpstreamFailed      Code = "UPSTREAM_FAILED"
 	CodeOutcomeUnknown      Code = "OUTCOME_UNKNOWN"
+	CodeServerUnreachable   Code = "SERVER_UNREACHABLE"
 	CodeInternal            Code = "INTERNAL"
 )
 
@@ -91,6 +93,7 @@ var codeTable = []CodeInfo{
 	{CodeRouteNotFound, "no route of that id in this workspace"},
 	{CodeApprovalNotFound, "no approval of that id in this workspace"},
 	{CodeNotFound, "no such object in this workspace"},
+	{CodeMethodNotAllowed, "the endpoint exists but not for this HTTP method; the Allow header lists those it answers"},
 	{CodeInvalidArgument, "a field is missing or has the wrong value"},
 	{CodeInvalidJSON, "the body is not valid strict JSON"},
 	{CodeBadCursor, "the page cursor is not one this server issued"},
@@ -116,6 +119,7 @@ var codeTable = []CodeInfo{
 	{CodeUpstreamTimeout, "the upstream did not answer in time"},
 	{CodeUpstreamFailed, "the upstream answered with a failure"},
 	{CodeOutcomeUnknown, "the call with this idempotency_key began, but the server running it stopped before its result was stored: it may or may not have run upstream, and ladder will not run it again under this key; check the upstream system"},
+	{CodeServerUnreachable, "a client (the CLI, the Go client, the gateway) could not connect to the ladder server at the URL it was given; no server sends it"},
 	{CodeInternal, "an internal error; the log has details"},
 }
 

@@ -100,3 +100,24 @@ func article(word string) string {
 	}
 	return "a"
 }
+
+// BearerToken reads an Authorization header: the key after "Bearer ", or ""
+// when no header was sent. A header without the Bearer scheme (the key
+// alone, say) is refused with KEY_MISSING saying so, rather than as if no
+// key had been sent at all.
+func BearerToken(header string) (string, *Error) {
+	if len(header) > 7 && strings.EqualFold(header[:7], "bearer ") {
+		return strings.TrimSpace(header[7:]), nil
+	}
+	if strings.TrimSpace(header) == "" {
+		return "", nil
+	}
+	return "", &Error{Code: CodeKeyMissing, Message: "The Authorization header has no Bearer scheme, so no key was read.",
+		Hint: "put the word Bearer before the key: Authorization: Bearer ldr_<id>_<secret>"}
+}
+
+// KeyPage is one page of keys, oldest first (GET /v1/keys).
+type KeyPage struct {
+	Keys       []Key  `json:"keys"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -139,9 +139,11 @@ func (c *Client) Pin(ctx context.Context, queue, step string, req ladder.PinRequ
 
 // refusal is the server's error answer (status, body) to path as
 // *ladder.Error: its refusal when the body holds one.
-// unreachable is the refusal for a server that did not answer.
+// unreachable is the refusal for a server that did not answer:
+// SERVER_UNREACHABLE, a client-side error naming the URL (UPSTREAM_FAILED
+// is a capability's upstream failing behind a server that did answer).
 func (c *Client) unreachable(err error) error {
-	return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", c.BaseURL), Hint: "check --server (or LADDER_SERVER) and that the server is running", Err: err}
+	return &ladder.Error{Code: ladder.CodeServerUnreachable, Message: fmt.Sprintf("Cannot connect to the ladder server at %s.", c.BaseURL), Hint: "check the server URL (--server or LADDER_SERVER for the CLI) and that the server is running", Err: err}
 }
 
 func refusal(status int, path string, data []byte) error {

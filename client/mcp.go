@@ -203,13 +203,13 @@ func mcpError(ctx context.Context, server string, err error) error {
 		if ue.Timeout() {
 			return &ladder.Error{Code: ladder.CodeUpstreamTimeout, Message: fmt.Sprintf("The server %s did not answer in time.", server), Hint: "check that the server is up and not overloaded, or raise the timeout", Err: err}
 		}
-		return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", server), Hint: "check the server URL and that the server is running", Err: err}
+		return &ladder.Error{Code: ladder.CodeServerUnreachable, Message: fmt.Sprintf("Cannot connect to the ladder server at %s.", server), Hint: "check the server URL and that the server is running", Err: err}
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) && we.Code != rpcRejected {
 		return wireError(server, we, err)
 	}
-	return &ladder.Error{Code: ladder.CodeUpstreamFailed, Message: fmt.Sprintf("Cannot reach %s.", server), Hint: "check the server URL and that the server is running", Err: err}
+	return &ladder.Error{Code: ladder.CodeServerUnreachable, Message: fmt.Sprintf("Cannot connect to the ladder server at %s.", server), Hint: "check the server URL and that the server is running", Err: err}
 }
 
 // rpcRejected is the go-sdk's "rejected by transport" code (-32005), which

@@ -70,7 +70,7 @@ func TestMCPRefusals(t *testing.T) {
 		{"bad key", e.Server.URL, "lk_not_a_key", ladder.CodeKeyInvalid},
 		{"no key", e.Server.URL, "", ladder.CodeKeyMissing},
 		{"human key", e.Server.URL, e.Keys["vantrow-bills/human"], ladder.CodeHumanKeyRefused},
-		{"server down", closedURL(t), e.Keys["vantrow-bills/agent"], ladder.CodeUpstreamFailed},
+		{"server down", closedURL(t), e.Keys["vantrow-bills/agent"], ladder.CodeServerUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := client.ConnectMCP(ctx, tc.url, tc.key, nil)

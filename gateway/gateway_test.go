@@ -155,7 +155,7 @@ func TestAskWithWorkspaceDown(t *testing.T) {
 		t.Fatalf("got %+v", a)
 	}
 	want := map[string]ladder.Code{
-		"down":    ladder.CodeUpstreamFailed,
+		"down":    ladder.CodeServerUnreachable,
 		"refused": ladder.CodeKeyInvalid,
 		"human":   ladder.CodeHumanKeyRefused,
 		"no-env":  ladder.CodeKeyMissing,
@@ -184,7 +184,7 @@ func TestAskWithWorkspaceDown(t *testing.T) {
 	// Every workspace down.
 	g = gateway.New(&gateway.File{Workspaces: map[string]gateway.Workspace{"down": {Server: closedURL(t), Key: "k"}}}, gateway.Options{})
 	a = ask(t, g, "Capture the ETA")
-	if a.Status != gateway.StatusUnavailable || len(a.Unavailable) != 1 || !strings.Contains(a.Answer, "down (UPSTREAM_FAILED") {
+	if a.Status != gateway.StatusUnavailable || len(a.Unavailable) != 1 || !strings.Contains(a.Answer, "down (SERVER_UNREACHABLE") {
 		t.Fatalf("all down: %+v", a)
 	}
 }

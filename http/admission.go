@@ -131,6 +131,9 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 			return refuse(ladder.AsError(err))
 		}
 	} else if rest {
+		if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+			return refuse(berr)
+		}
 		_, err := s.svc.Authenticate(r.Context(), "")
 		return refuse(ladder.AsError(err))
 	}

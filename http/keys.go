@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -49,11 +50,20 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.svc.ListKeys(r.Context(), adminScope(principal(r)))
+	q := r.URL.Query()
+	limit := 0
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return ladder.InvalidField("limit", "The limit is not a number.", "use 1 to 500")
+		}
+		limit = n
+	}
+	page, err := s.svc.ListKeysPage(r.Context(), adminScope(principal(r)), q.Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

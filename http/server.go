@@ -181,8 +181,31 @@ func (s *Server) routes() {
 	s.importRoutes()
 
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		// This catch-all matches every method, so the mux never answers
+		// 405 by itself: a path served for other methods says which.
+		if allow := s.allowedMethods(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return ladder.Errorf(ladder.CodeMethodNotAllowed, "use "+strings.Join(allow, " or ")+" "+r.URL.Path+" (the Allow header lists them)", "The endpoint %s does not answer %s.", r.URL.Path, r.Method)
+		}
 		return ladder.Errorf(ladder.CodeNotFound, "see the API reference in docs/reference.md", "No endpoint %s %s.", r.Method, r.URL.Path)
 	})
+}
+
+// allowedMethods returns the methods the mux serves r's path for with a
+// pattern of its own (not the catch-all), in a fixed order.
+func (s *Server) allowedMethods(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // handlerFunc is an HTTP handler that returns its error instead of writing it.
@@ -220,6 +243,9 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		// the request did not come through it.
 		p, ok := r.Context().Value(principalKey{}).(ladder.Principal)
 		if !ok {
+			if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+				return berr
+			}
 			var err error
 			if p, err = s.svc.Authenticate(r.Context(), bearer(r)); err != nil {
 				return err

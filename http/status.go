@@ -47,7 +47,11 @@ var statusOf = map[ladder.Code]int{
 	ladder.CodeUpstreamTimeout:     http.StatusGatewayTimeout,
 	ladder.CodeUpstreamFailed:      http.StatusBadGateway,
 	ladder.CodeOutcomeUnknown:      http.StatusConflict,
-	ladder.CodeInternal:            http.StatusInternalServerError,
+	// Only clients name it (no connection was made); a relay that passes
+	// it on answers as a gateway that cannot reach its server.
+	ladder.CodeServerUnreachable: http.StatusBadGateway,
+	ladder.CodeMethodNotAllowed:  http.StatusMethodNotAllowed,
+	ladder.CodeInternal:          http.StatusInternalServerError,
 }
 
 // Status returns the HTTP status that answers a refusal of code c; a code

@@ -456,6 +456,9 @@ func (h *Handler) authenticate(r *http.Request) (ladder.Principal, *ladder.Error
 	if token == "" && h.opts.OpenWorkspace != "" && isLoopback(r.RemoteAddr) {
 		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, nil
 	}
+	if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+		return ladder.Principal{}, berr
+	}
 	p, err := h.svc.Authenticate(r.Context(), token)
 	if err != nil {
 		return p, ladder.AsError(err)

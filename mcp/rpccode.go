@@ -43,6 +43,8 @@ var rpcCodeOf = map[ladder.Code]int{
 	ladder.CodeUpstreamTimeout:     ladder.RPCRefused,
 	ladder.CodeUpstreamFailed:      ladder.RPCRefused,
 	ladder.CodeOutcomeUnknown:      ladder.RPCRefused,
+	ladder.CodeServerUnreachable:   ladder.RPCRefused,
+	ladder.CodeMethodNotAllowed:    ladder.RPCRefused,
 	ladder.CodeInternal:            ladder.RPCInternal,
 }
 

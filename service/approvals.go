@@ -251,7 +251,7 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 			return ladder.ApprovalView{}, err
 		}
 		if err := s.ValidatePayload(p.Workspace, c, pl); err != nil {
-			return ladder.ApprovalView{}, err
+			return ladder.ApprovalView{}, editRefused(err)
 		}
 		canon, err := ladder.CanonicalJSON(pl)
 		if err != nil {
@@ -442,4 +442,23 @@ func (s *Service) reviewDecision(ctx context.Context, p ladder.Principal, a ladd
 	if _, err := s.recordReview(ctx, st, rv, p.KeyID); err != nil && ladder.ErrorCode(err) != ladder.CodeAlreadyReviewed {
 		s.log.WarnContext(ctx, "record approval review", "approval_id", a.ID, "err", err)
 	}
+}
+
+// editRefused is the refusal of an edited payload that fails the
+// capability's schema: the field at fault, as for a call, and that an edit
+// replaces the whole payload, since a person who sends only the changed
+// field (a patch) is refused for every field left out.
+func editRefused(err error) error {
+	le := ladder.AsError(err)
+	if le.Code != ladder.CodeInvalidArgument {
+		return err
+	}
+	field, _ := le.Data["field"].(string)
+	if field == "" {
+		field = "payload"
+	}
+	return &ladder.Error{Code: ladder.CodeInvalidArgument,
+		Message: fmt.Sprintf("The edited payload is refused at %s, and nothing ran: an edit replaces the whole payload, so it must carry every field of the proposal, changed or not (%s).", field, strings.TrimSuffix(le.Message, ".")),
+		Hint:    "send the proposed payload (approvals list shows it) with your changes made in it, not only the changed fields",
+		Data:    map[string]any{"field": field}, Err: le.Err}
 }

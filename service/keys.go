@@ -90,6 +90,39 @@ func (s *Service) ListKeys(ctx context.Context, workspace string) ([]ladder.Key,
 	return keys, storeErr("list keys", err)
 }
 
+// ListKeysPage lists the keys of a workspace ("" or "*" for every key),
+// oldest first, a page at a time: limit 1–500 (0: 50), and cursor the
+// previous page's next_cursor.
+func (s *Service) ListKeysPage(ctx context.Context, workspace, cursor string, limit int) (ladder.KeyPage, error) {
+	switch {
+	case limit == 0:
+		limit = ladder.DefaultPageLimit
+	case limit < 0 || limit > 500:
+		return ladder.KeyPage{}, argError("limit", fmt.Sprintf("%d is out of range", limit), "use 1 to 500 (default 50)")
+	}
+	start := 0
+	if cursor != "" {
+		n, err := keyCursor.decode(cursor)
+		if err != nil {
+			return ladder.KeyPage{}, err
+		}
+		start = int(n)
+	}
+	keys, err := s.ListKeys(ctx, workspace)
+	if err != nil {
+		return ladder.KeyPage{}, err
+	}
+	page := ladder.KeyPage{Keys: []ladder.Key{}}
+	if start < len(keys) {
+		end := min(start+limit, len(keys))
+		page.Keys = keys[start:end]
+		if end < len(keys) {
+			page.NextCursor = keyCursor.encode(int64(end))
+		}
+	}
+	return page, nil
+}
+
 // RevokeKey revokes a key. scope limits which workspace's keys the actor may
 // revoke ("*" for any); a key outside it is reported as not found.
 func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladder.Key, error) {

@@ -7,13 +7,19 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ladderhq/ladder"
 )
 
 // cmdApprovals lists, approves, rejects and retries approval requests
 // against a server, with a human key.
 func cmdApprovals(ctx context.Context, e env, args []string) error {
+	const usage = "usage: ladder approvals list|approve|reject|retry [flags]\n\nRun 'ladder approvals SUBCOMMAND -h' for a subcommand's flags."
 	if len(args) == 0 {
-		return exitError{code: 3, msg: "usage: ladder approvals list|approve|reject|retry [flags]"}
+		return exitError{code: 3, msg: usage}
+	}
+	if ok, err := subcommandHelp(e, args, usage); ok {
+		return err
 	}
 	fs := flag.NewFlagSet("approvals "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -23,8 +29,8 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 		status := fs.String("status", "pending", "pending, approved, rejected, expired, executing, shadow, or \"\" for all")
 		cursor := fs.String("cursor", "", "next_cursor of the previous page")
 		limit := fs.Int("limit", 50, "page size (1–500)")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitError{code: 3}
+		if _, err := parseInterleaved(e, fs, args[1:]); err != nil {
+			return err
 		}
 		c, err := rf.client()
 		if err != nil {
@@ -38,9 +44,9 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 			return printJSON(e.stdout, page)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCAPABILITY\tKIND\tSTATUS\tREQUESTED\tEXPIRES\tPAYLOAD")
+		fmt.Fprintln(tw, "ID\tCAPABILITY\tKIND\tSTATUS\tREQUESTED\tEXPIRES\tPROPOSED\tEXECUTED")
 		for _, a := range page.Approvals {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Capability, a.Kind, a.Status, a.CreatedAt.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339), a.Payload)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Capability, a.Kind, a.Status, a.CreatedAt.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339), a.Payload, executedPayload(a.Approval))
 		}
 		tw.Flush()
 		if page.NextCursor != "" {
@@ -51,9 +57,9 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 	case "approve", "reject", "retry":
 		payload := fs.String("payload", "", "approve: the edited payload as JSON (edit, then approve)")
 		reason := fs.String("reason", "", "why (required to reject)")
-		pos, err := parseInterleaved(fs, args[1:])
+		pos, err := parseInterleaved(e, fs, args[1:])
 		if err != nil {
-			return exitError{code: 3}
+			return err
 		}
 		if len(pos) != 1 {
 			return exitError{code: 3, msg: fmt.Sprintf("usage: ladder approvals %s APPROVAL_ID [--reason TEXT]", args[0])}
@@ -108,4 +114,20 @@ func cmdApprovals(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	return exitError{code: 3, msg: fmt.Sprintf("ladder approvals: unknown subcommand %q; use list, approve, reject or retry", args[0])}
+}
+
+// executedPayload says what ran for an approval: the edited payload when a
+// person edited it, "as proposed" when it ran unedited, and what is
+// pending otherwise, so the list shows an edit beside the proposal.
+func executedPayload(a ladder.Approval) string {
+	switch {
+	case a.ExecutedAt != nil && len(a.EditedPayload) > 0:
+		return string(a.EditedPayload)
+	case a.ExecutedAt != nil:
+		return "as proposed"
+	case len(a.EditedPayload) > 0:
+		return "not run yet; edited to " + string(a.EditedPayload)
+	default:
+		return "—"
+	}
 }

@@ -20,9 +20,9 @@ func cmdAsk(ctx context.Context, e env, args []string) error {
 	file := fs.String("gateway", envOr(e, "LADDER_GATEWAY", "ladder-demo-gateway.yaml"), "gateway file: workspaces with server and key, and aliases (or LADDER_GATEWAY)")
 	asJSON := fs.Bool("json", false, "print the structured answer as JSON")
 	timeout := fs.Duration("timeout", 0, "per-workspace timeout (default: the file's, else 10s)")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(e, fs, args)
 	if err != nil {
-		return exitError{code: 3}
+		return err
 	}
 	if len(pos) == 0 {
 		return exitError{code: 3, msg: "usage: ladder ask STEP --gateway FILE [--json]   (STEP is an id, a plain name or an alias)"}

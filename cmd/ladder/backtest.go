@@ -77,8 +77,8 @@ func cmdBacktest(ctx context.Context, e env, args []string) error {
 	sinceFlag := fs.String("since", "12w", "replay this far back, e.g. 12w")
 	wsFlag := fs.String("workspace", "", "only this workspace")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	span, err := parseWeeks(*sinceFlag)
 	if err != nil {
@@ -90,7 +90,7 @@ func cmdBacktest(ctx context.Context, e env, args []string) error {
 			return exitError{code: 3, msg: err.Error()}
 		}
 	}
-	st, err := lf.open(ctx, e)
+	st, err := lf.openReadOnly(ctx, e)
 	if err != nil {
 		return err
 	}

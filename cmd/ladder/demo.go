@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -32,11 +34,11 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	if *printConfig {
-		_, err := e.stdout.Write(config.Demo())
+		_, err := e.stdout.Write(printedDemoConfig())
 		return err
 	}
 	log := newLogger(e.stderr)
@@ -44,8 +46,16 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
+	// Bind first: a second demo on a busy port fails at once, naming the
+	// address, before it seeds or writes anything.
+	ln, err := listen(*addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // serveStack closes it too; a second Close is harmless
 	path := *db
-	if path == "" {
+	temporary := path == ""
+	if temporary {
 		dir, err := os.MkdirTemp("", "ladder-demo-")
 		if err != nil {
 			return fmt.Errorf("make temporary folder: %w", err)
@@ -83,20 +93,22 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	data, _ := json.MarshalIndent(keys, "", "  ")
-	if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write keys file: %w", err)
-	}
 	// One agent key may have as many requests in progress as the whole
 	// server, as its rate limit is generous: bench/run.sh drives one key
 	// with 64 clients.
-	return serveStack(ctx, st, serveOptions{addr: *addr, demo: true, toolNames: *toolNames, openWorkspace: *openWS, maxPerKey: lhttp.DefaultMaxInFlight, ready: func(url string) {
-		if err := writeDemoGateway(*gatewayFile, url, cfg, keys); err != nil {
-			fmt.Fprintln(e.stderr, "ladder demo:", err)
-		} else {
-			fmt.Fprintf(e.stdout, "Gateway file written to %s; try: ladder ask \"Check the fuel surcharge\" --gateway %s\n", *gatewayFile, *gatewayFile)
+	return serveStack(ctx, st, serveOptions{addr: *addr, listener: ln, demo: true, toolNames: *toolNames, openWorkspace: *openWS, maxPerKey: lhttp.DefaultMaxInFlight, ready: func(url string) error {
+		// The files are written only now that this demo holds its port,
+		// so they never name keys of a demo that is not running.
+		data, _ := json.MarshalIndent(keys, "", "  ")
+		if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
+			return fmt.Errorf("write keys file: %w", err)
 		}
-		printDemoBanner(e, url, *keysFile, keys)
+		gwErr := writeDemoGateway(*gatewayFile, url, cfg, keys)
+		if gwErr != nil {
+			fmt.Fprintln(e.stderr, "ladder demo:", gwErr)
+		}
+		printDemoBanner(e, demoBanner{url: url, db: path, temporary: temporary, keysFile: *keysFile, gatewayFile: *gatewayFile, gatewayWritten: gwErr == nil}, keys)
+		return nil
 	}})
 }
 
@@ -122,14 +134,42 @@ func makeDemoKeys(ctx context.Context, svc *service.Service) (demoKeys, error) {
 	return keys, nil
 }
 
-func printDemoBanner(e env, url, keysFile string, keys demoKeys) {
+// demoBanner is what the demo's banner tells besides the keys.
+type demoBanner struct {
+	url, db     string
+	temporary   bool // db is in a temporary folder removed on exit
+	keysFile    string
+	gatewayFile string
+	// gatewayWritten is false when the gateway file could not be written.
+	gatewayWritten bool
+}
+
+func printDemoBanner(e env, b demoBanner, keys demoKeys) {
 	agent := keys.Workspaces["vantrow-bills"]["agent"]
-	fmt.Fprintf(e.stdout, "ladder demo is running at %s\n\n", url)
-	fmt.Fprintf(e.stdout, "Keys (also written to %s):\n  admin (every workspace): %s\n", keysFile, keys.Admin)
-	for ws, k := range keys.Workspaces {
-		fmt.Fprintf(e.stdout, "  %-17s agent %s\n  %-17s human %s\n", ws, k["agent"], "", k["human"])
+	human := keys.Workspaces["vantrow-bills"]["human"]
+	w := e.stdout
+	fmt.Fprintf(w, "ladder demo is running at %s\n\n", b.url)
+	fmt.Fprintf(w, "Console:  %s/console/ — sign in with a human key (vantrow-bills: %s)\n", b.url, human)
+	db := b.db
+	if b.temporary {
+		db += " (temporary, removed when the demo stops; keep one with --db)"
 	}
-	fmt.Fprintf(e.stdout, `
+	fmt.Fprintf(w, "Database: %s\n", db)
+	fmt.Fprintf(w, "Keys:     %s\n", b.keysFile)
+	if b.gatewayWritten {
+		fmt.Fprintf(w, "Gateway:  %s (try: ladder ask \"Check the fuel surcharge\" --gateway %s)\n", b.gatewayFile, b.gatewayFile)
+	}
+	fmt.Fprintf(w, "\nKeys (agent keys for agents and MCP, human keys for the console and approvals):\n  admin (every workspace): %s\n", keys.Admin)
+	wss := make([]string, 0, len(keys.Workspaces))
+	for ws := range keys.Workspaces {
+		wss = append(wss, ws)
+	}
+	sort.Strings(wss)
+	for _, ws := range wss {
+		k := keys.Workspaces[ws]
+		fmt.Fprintf(w, "  %-17s agent %s\n  %-17s human %s\n", ws, k["agent"], "", k["human"])
+	}
+	fmt.Fprintf(w, `
 Try it:
   curl -s -H 'Authorization: Bearer %[2]s' %[1]s/v1/steps
   curl -s -H 'Authorization: Bearer %[2]s' %[1]s/v1/steps/bills/decide_hold/evidence
@@ -139,5 +179,18 @@ MCP client configuration (vantrow-bills agent):
     "headers": {"Authorization": "Bearer %[2]s"}}}}
 
 Press Ctrl-C to stop.
-`, url, agent)
+`, b.url, agent)
+}
+
+// printedDemoConfig is the demo config as --print-config writes it: the
+// embedded file's schema comment names ladder.schema.json beside it in
+// config/, but the printed copy lands wherever it is redirected (the README
+// writes ./ladder.yaml at the repository root), so it names the schema from
+// there.
+func printedDemoConfig() []byte {
+	return bytes.Replace(config.Demo(),
+		[]byte("# yaml-language-server: $schema="+config.SchemaFile+"\n"),
+		[]byte("# yaml-language-server: $schema=config/"+config.SchemaFile+"\n"+
+			"# (the schema's path from the repository root; elsewhere, point it at your\n"+
+			"# copy of config/"+config.SchemaFile+")\n"), 1)
 }

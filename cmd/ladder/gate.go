@@ -33,6 +33,9 @@ func cmdGate(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
 		return exitError{code: exitGateError, msg: gateUsage}
 	}
+	if ok, err := subcommandHelp(e, args, gateUsage); ok {
+		return err
+	}
 	switch args[0] {
 	case "functions":
 		return gateFunctions(ctx, e, args[1:])
@@ -49,8 +52,8 @@ func gateFunctions(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
 	caseID := fs.String("case", "", "only this gate case")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitError{code: exitGateError}
+	if _, err := parseInterleaved(e, fs, args); err != nil {
+		return err
 	}
 	c, err := rf.client()
 	if err != nil {
@@ -100,8 +103,8 @@ func gateAuthorize(ctx context.Context, e env, args []string) error {
 	caseID := fs.String("case", "", "gate case id (ladder gate functions lists them)")
 	fn := fs.String("fn", "", "precondition function of the case")
 	evidence := fs.String("evidence", "", "file holding the evidence JSON object, or - for stdin")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitError{code: exitGateError}
+	if _, err := parseInterleaved(e, fs, args); err != nil {
+		return err
 	}
 	if *caseID == "" || *fn == "" || *evidence == "" {
 		return exitError{code: exitGateError, msg: gateUsage}
@@ -172,8 +175,8 @@ func gateHistory(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&req.Limit, "limit", 0, "page size, 1–500 (default 50)")
 	fs.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")
 	all := fs.Bool("all", false, "follow next_cursor to the last page")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitError{code: exitGateError}
+	if _, err := parseInterleaved(e, fs, args); err != nil {
+		return err
 	}
 	c, err := rf.client()
 	if err != nil {

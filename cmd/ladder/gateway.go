@@ -22,8 +22,8 @@ func cmdGateway(ctx context.Context, e env, args []string) error {
 	stdio := fs.Bool("stdio", false, "speak MCP over stdin/stdout (required)")
 	file := fs.String("gateway", envOr(e, "LADDER_GATEWAY", ""), "gateway file: workspaces with server and key, and aliases (or LADDER_GATEWAY)")
 	timeout := fs.Duration("timeout", 0, "per-workspace timeout (default: the file's, else 10s)")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	if !*stdio {
 		return exitError{code: 3, msg: "ladder gateway: only --stdio is supported: ladder gateway --stdio --gateway FILE"}

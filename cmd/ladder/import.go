@@ -27,19 +27,19 @@ numbers (exit 3; nothing is imported). A key selects the server unless
 func cmdImport(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprintln(e.stderr, importUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), importUsage); fs.PrintDefaults() }
 	lf := addLocalFlags(fs)
 	rf := addRemoteFlags(fs, e)
 	ws := fs.String("workspace", "", "the workspace the rows belong to (default: the config's only workspace, or the key's)")
 	format := fs.String("format", "", "jsonl or csv (default: from the file's extension, .csv for CSV)")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	// Flags may follow the file too: ladder import FILE --format csv.
 	rest := fs.Args()
 	if len(rest) > 0 {
-		if err := fs.Parse(rest[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, rest[1:]); err != nil {
+			return err
 		}
 		rest = append(rest[:1], fs.Args()...)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,17 +29,39 @@ func addLocalFlags(fs *flag.FlagSet) localFlags {
 	}
 }
 
+// open loads the config and opens the database, creating and migrating it
+// as needed (keys create, keys revoke).
 func (l localFlags) open(ctx context.Context, e env) (*stack, error) {
+	return l.openWith(ctx, e, false)
+}
+
+// openReadOnly loads the config and opens an existing database read-only
+// (keys list, backtest): a missing file is an error naming it, never an
+// empty database created by accident.
+func (l localFlags) openReadOnly(ctx context.Context, e env) (*stack, error) {
+	return l.openWith(ctx, e, true)
+}
+
+func (l localFlags) openWith(ctx context.Context, e env, readOnly bool) (*stack, error) {
 	cfg, err := config.Load(*l.config)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return openStack(ctx, cfg, *l.db, e.getenv, newLogger(e.stderr))
+	// A person reads this command's output: warnings are plain lines, and
+	// the store's routine notes (migrations applied) stay out of it.
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return openStackWith(ctx, cfg, *l.db, e.getenv, log, stackOptions{readOnly: readOnly, warn: func(msg string) {
+		fmt.Fprintln(e.stderr, "ladder: warning: "+msg+".")
+	}})
 }
 
 func cmdKeys(ctx context.Context, e env, args []string) error {
+	const usage = "usage: ladder keys create|list|revoke [flags]\n\nRun 'ladder keys SUBCOMMAND -h' for a subcommand's flags."
 	if len(args) == 0 {
-		return exitError{code: 3, msg: "usage: ladder keys create|list|revoke [flags]"}
+		return exitError{code: 3, msg: usage}
+	}
+	if ok, err := subcommandHelp(e, args, usage); ok {
+		return err
 	}
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -49,8 +73,8 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		name := fs.String("name", "", "a name to recognise the key by")
 		expires := fs.Duration("expires", 0, "expire the key after this long (e.g. 720h); 0 never expires")
 		asJSON := fs.Bool("json", false, "print the key as JSON")
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
 		if *ws == "" || *kind == "" {
 			return exitError{code: 3, msg: "ladder keys create: --workspace and --kind are required (--kind agent|human|admin)"}
@@ -71,10 +95,10 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		return nil
 	case "list":
 		ws := fs.String("workspace", "", "only this workspace's keys")
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
-		st, err := lf.open(ctx, e)
+		st, err := lf.openReadOnly(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -100,8 +124,8 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError{code: 3}
+		if err := parseFlags(e, fs, args[1:]); err != nil {
+			return err
 		}
 		if fs.NArg() != 1 {
 			return exitError{code: 3, msg: "usage: ladder keys revoke [--config F --db D] ID"}
@@ -125,12 +149,43 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 // message and its hint.
 func refusal(err error) error {
 	e := ladder.AsError(err)
-	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+	msg := fmt.Sprintf("%s: %s", e.Code, cliHint(e.Message))
 	if e.Hint != "" {
-		msg += "\nhint: " + e.Hint
+		msg += "\nhint: " + cliHint(e.Hint)
 	}
-	if e.Code == ladder.CodeInternal && e.Err != nil {
+	if (e.Code == ladder.CodeInternal || e.Code == ladder.CodeServerUnreachable) && e.Err != nil {
 		msg += "\ncause: " + e.Err.Error()
 	}
 	return exitError{code: 3, msg: msg}
+}
+
+// cliTerms rewrites what a refusal's hint names on the other surfaces (MCP
+// tools, REST endpoints and fields) into the CLI's commands and flags. The
+// service writes one hint for every surface; the CLI is where a person
+// reads it, so the CLI translates at the point it prints. Longer phrases
+// come first so that they win over their parts.
+func cliTerms() *strings.Replacer {
+	return strings.NewReplacer(
+		"call which_steps_run_alone (GET /v1/steps)", "run ladder steps",
+		"Call which_steps_run_alone", "Run ladder steps",
+		"call approval_status", "run ladder approvals list",
+		"call list_precondition_functions", "run ladder gate functions",
+		"which_steps_run_alone (GET /v1/steps)", "ladder steps",
+		"POST /v1/route or route_item", "ladder route",
+		`send "adjudication": true`, "pass --adjudication",
+		"mark an adjudication", "pass --adjudication",
+		"calling authorize", "running ladder gate authorize",
+		"GET /v1/steps", "ladder steps",
+		"which_steps_run_alone", "ladder steps",
+		"step_evidence", "ladder evidence STEP",
+		"route_item", "ladder route",
+		"list_precondition_functions", "ladder gate functions",
+		"gate_history_get", "ladder gate history",
+		"approval_status", "ladder approvals list",
+	)
+}
+
+// cliHint is a refusal's hint or message in the CLI's terms.
+func cliHint(hint string) string {
+	return cliTerms().Replace(hint)
 }

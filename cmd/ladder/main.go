@@ -4,12 +4,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -76,16 +79,19 @@ func commands() []command {
 		{"import", "import past reviews, audits and outcomes from JSON lines or CSV: import --db PATH FILE", cmdImport},
 		{"audit", "list, verify or export the audit log, from a server or a database (audit list|verify|export)", cmdAudit},
 		{"reference", "write docs/reference.md from the code and the demo config", cmdReference},
-		{"version", "print the version", func(ctx context.Context, e env, args []string) error {
-			fmt.Fprintln(e.stdout, "ladder", version)
-			return nil
-		}},
+		{"version", "print the version, the commit it was built from and the Go version", cmdVersion},
 	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// No command is a mistake, not a request for help: usage goes to
+		// stderr and the exit code is 2, as flag's for a bad flag.
+		usage(stderr)
+		return exitError{code: 2}
+	}
+	if isHelp(args[0]) || args[0] == "help" {
 		usage(stdout)
 		return nil
 	}
@@ -104,4 +110,82 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'ladder COMMAND -h' for a command's flags.")
+}
+
+// isHelp reports whether arg asks for usage.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// parseFlags parses args into fs. Asking for help (-h, --help) prints the
+// usage to stdout and ends the command with exit 0 before it does anything,
+// so a command never opens a database or writes a file for -h; a bad flag
+// prints the error and the usage to stderr and exits 3.
+func parseFlags(e env, fs *flag.FlagSet, args []string) error {
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(e.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		e.stdout.Write(buf.Bytes())
+		return exitError{code: 0}
+	}
+	e.stderr.Write(buf.Bytes())
+	if err != nil {
+		return exitError{code: 3}
+	}
+	return nil
+}
+
+// subcommandHelp answers -h or --help given in place of a subcommand
+// (ladder keys -h): the usage on stdout, exit 0.
+func subcommandHelp(e env, args []string, usage string) (bool, error) {
+	if len(args) > 0 && (isHelp(args[0]) || args[0] == "help") {
+		fmt.Fprintln(e.stdout, usage)
+		return true, exitError{code: 0}
+	}
+	return false, nil
+}
+
+// cmdVersion prints the version set with -ldflags "-X main.version=…" or,
+// without it, the module version the binary was built as, then the commit
+// (marked +modified for a build from a changed work tree) and the Go version,
+// all from the build information.
+func cmdVersion(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(e.stdout, versionLine(version, bi))
+	return nil
+}
+
+// versionLine is what ladder version prints, in one line: v (main.version)
+// unless it is the default "dev" and the build names a module version, then
+// the build's commit and Go version (bi may be nil).
+func versionLine(v string, bi *debug.BuildInfo) string {
+	commit, goVersion := "unknown", "unknown"
+	if bi != nil {
+		goVersion = bi.GoVersion
+		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			commit = rev
+			if modified == "true" {
+				commit += "+modified"
+			}
+		}
+	}
+	return fmt.Sprintf("ladder %s (commit %s, %s)", v, commit, goVersion)
 }

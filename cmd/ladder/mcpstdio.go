@@ -31,8 +31,8 @@ func cmdMCP(ctx context.Context, e env, args []string) error {
 	key := fs.String("key", e.getenv("LADDER_KEY"), "agent key (or LADDER_KEY)")
 	cfgPath := fs.String("config", "", "serve a local store with this config instead of a server")
 	db := fs.String("db", "ladder.db", "with --config: the database")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	if !*stdio {
 		return exitError{code: 3, msg: "ladder mcp: only --stdio is supported; HTTP clients use POST /mcp on `ladder serve`"}
@@ -65,6 +65,9 @@ func cmdMCP(ctx context.Context, e env, args []string) error {
 			return rec.Result(), nil
 		}
 	case *server != "":
+		if err := checkServerURL("--server", *server); err != nil {
+			return err
+		}
 		client := &http.Client{Timeout: 60 * time.Second}
 		url := strings.TrimSuffix(*server, "/") + "/mcp"
 		post = func(body []byte) (*http.Response, error) {

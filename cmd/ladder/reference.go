@@ -37,8 +37,8 @@ func cmdReference(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	out := fs.String("out", "docs/reference.md", "file to write (- for stdout)")
 	cfgPath := fs.String("config", "", "config to document (default: the embedded demo config)")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	name, data := "demo.yaml", config.Demo()
 	if *cfgPath != "" {

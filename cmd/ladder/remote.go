@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 
@@ -35,10 +36,30 @@ func envOr(e env, name, def string) string {
 }
 
 func (r remoteFlags) client() (*client.Client, error) {
+	if err := checkServerURL("--server", *r.server); err != nil {
+		return nil, err
+	}
 	if *r.key == "" {
 		return nil, exitError{code: 3, msg: "a key is required: pass --key or set LADDER_KEY"}
 	}
 	return client.New(*r.server, *r.key), nil
+}
+
+// checkServerURL refuses a server address that is not an http or https
+// URL before anything is sent, naming the flag (or LADDER_SERVER): a
+// host:port alone would otherwise fail inside the client as an internal
+// error.
+func checkServerURL(flagName, server string) error {
+	u, err := url.Parse(server)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	example := "http://127.0.0.1:8080"
+	if server != "" && !strings.Contains(server, "://") {
+		// A host:port without a scheme: show it with one.
+		example = "http://" + server
+	}
+	return exitError{code: 3, msg: fmt.Sprintf("ladder: %s (or LADDER_SERVER) %q is not a server URL; give its scheme and host, e.g. %s", flagName, server, example)}
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -50,10 +71,10 @@ func printJSON(w io.Writer, v any) error {
 
 // parseInterleaved parses flags that may come before or after positional
 // arguments (ladder route post_tms B-1 --json).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterleaved(e env, fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(e, fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -69,8 +90,8 @@ func cmdSteps(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
 	queue := fs.String("queue", "", "only this queue")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitError{code: 3}
+	if _, err := parseInterleaved(e, fs, args); err != nil {
+		return err
 	}
 	c, err := rf.client()
 	if err != nil {
@@ -112,9 +133,9 @@ func cmdEvidence(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
 	queue := fs.String("queue", "", "the step's queue, when the name is not unique")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(e, fs, args)
 	if err != nil {
-		return exitError{code: 3}
+		return err
 	}
 	if len(pos) == 0 {
 		return exitError{code: 3, msg: "usage: ladder evidence STEP [--queue Q] [--json]   (STEP is an id or a plain name)"}
@@ -167,9 +188,9 @@ func cmdRoute(ctx context.Context, e env, args []string) error {
 	rf := addRemoteFlags(fs, e)
 	queue := fs.String("queue", "", "the step's queue, when the name is not unique")
 	features := fs.String("features", "", "features of the item as a JSON object")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(e, fs, args)
 	if err != nil {
-		return exitError{code: 3}
+		return err
 	}
 	if len(pos) != 2 {
 		return exitError{code: 3, msg: "usage: ladder route STEP ITEM [--queue Q] [--features JSON] [--json]"}
@@ -207,9 +228,9 @@ func cmdReview(ctx context.Context, e env, args []string) error {
 	note := fs.String("note", "", "a note")
 	opErr := fs.String("operator-error", "", "for a double-reviewed item: true if the first reviewer was wrong, false if right")
 	adjudication := fs.Bool("adjudication", false, "overrule an earlier review of the same route")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(e, fs, args)
 	if err != nil {
-		return exitError{code: 3}
+		return err
 	}
 	if len(pos) != 1 || *agree == *disagree {
 		return exitError{code: 3, msg: "usage: ladder review ROUTE_ID --agree|--disagree [--severity 1-3] [--correction JSON] [--note TEXT] [--operator-error true|false] [--adjudication]"}

@@ -46,3 +46,50 @@ func TestRemoteCLI(t *testing.T) {
 		t.Fatalf("no key: %v", err)
 	}
 }
+
+// TestServerFlagErrors: a --server without a scheme is a client-side error
+// naming the flag and showing the URL to give (before, an INTERNAL refusal
+// telling the user to ask the operator), and a server that does not answer
+// is SERVER_UNREACHABLE naming its URL (before, UPSTREAM_FAILED, which
+// means a capability's upstream).
+func TestServerFlagErrors(t *testing.T) {
+	_, _, err := runCLI(t, nil, "steps", "--server", "127.0.0.1:8080", "--key", "ldr_x")
+	if exitCode(err) != 3 || err == nil || !strings.Contains(err.Error(), "--server") || !strings.Contains(err.Error(), "http://127.0.0.1:8080") || strings.Contains(err.Error(), "INTERNAL") {
+		t.Errorf("--server without a scheme: %v", err)
+	}
+	down := "http://" + freeAddr(t)
+	_, _, err = runCLI(t, nil, "steps", "--server", down, "--key", "ldr_x")
+	if exitCode(err) != 3 || err == nil || !strings.Contains(err.Error(), "SERVER_UNREACHABLE") || !strings.Contains(err.Error(), down) || strings.Contains(err.Error(), "UPSTREAM_FAILED") {
+		t.Errorf("unreachable server: %v", err)
+	}
+}
+
+// TestCLIHintsNameCLICommands: a refusal printed by the CLI names CLI
+// commands and flags in its hint, not the MCP tools or REST fields the
+// service's hint names for the other surfaces.
+func TestCLIHintsNameCLICommands(t *testing.T) {
+	e := testenv.Start(t, "")
+	agent := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/agent"]}
+	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/human"]}
+	_, _, err := runCLI(t, agent, "evidence", "no_such_step")
+	if err == nil || !strings.Contains(err.Error(), "hint: run ladder steps") || strings.Contains(err.Error(), "which_steps_run_alone") || strings.Contains(err.Error(), "/v1/") {
+		t.Errorf("unknown step: %v", err)
+	}
+	out, _, err := runCLI(t, agent, "route", "post_tms", "B-1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		RouteID string `json:"route_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.RouteID == "" {
+		t.Fatalf("route: %v %s", err, out)
+	}
+	if _, _, err := runCLI(t, human, "review", r.RouteID, "--agree"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCLI(t, human, "review", r.RouteID, "--agree")
+	if err == nil || !strings.Contains(err.Error(), "ALREADY_REVIEWED") || !strings.Contains(err.Error(), "--adjudication") || strings.Contains(err.Error(), `"adjudication"`) {
+		t.Errorf("second review: %v", err)
+	}
+}

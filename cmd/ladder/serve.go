@@ -79,14 +79,33 @@ func openStoreReadOnly(ctx context.Context, db string, getenv func(string) strin
 	return st, nil
 }
 
+// stackOptions say how a command uses its stack.
+type stackOptions struct {
+	// readOnly opens the database read-only: a missing SQLite file is an
+	// error naming it, and nothing is migrated or written.
+	readOnly bool
+	// warn, when set, gets the start-up warnings instead of the logger: a
+	// command run by a person prints them as one plain line each.
+	warn func(msg string)
+}
+
 // openStack loads the config and opens the store.
 func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger) (*stack, error) {
-	st, err := openStore(ctx, db, getenv, log)
+	return openStackWith(ctx, cfg, db, getenv, log, stackOptions{})
+}
+
+// openStackWith is openStack with options.
+func openStackWith(ctx context.Context, cfg *config.Config, db string, getenv func(string) string, log *slog.Logger, o stackOptions) (*stack, error) {
+	open := openStore
+	if o.readOnly {
+		open = openStoreReadOnly
+	}
+	st, err := open(ctx, db, getenv, log)
 	if err != nil {
 		return nil, err
 	}
 	pool := upstream.NewPool(getenv, log)
-	svc, err := newService(ctx, cfg, st, pool, getenv, log)
+	svc, err := newService(ctx, cfg, st, pool, getenv, log, o)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
@@ -98,8 +117,13 @@ func openStack(ctx context.Context, cfg *config.Config, db string, getenv func(s
 type serveOptions struct {
 	addr    string
 	baseURL string
-	ready   func(url string) // called once listening
-	demo    bool             // links use the listening address
+	// listener, when set, is already bound to addr (the demo binds before
+	// it seeds, so a busy port fails at once).
+	listener net.Listener
+	// ready is called once listening, before the first request is
+	// served; an error from it stops the server.
+	ready func(url string) error
+	demo  bool // links use the listening address
 	// toolNames is the MCP tool-name form: canonical or portable.
 	toolNames string
 	// openWorkspace serves that workspace's MCP tools without a key to
@@ -120,13 +144,19 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := checkToolDefinitions(ctx, st, reg); err != nil {
+		if o.listener != nil {
+			o.listener.Close()
+		}
 		return err
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
 	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", o.addr, err)
+	ln := o.listener
+	if ln == nil {
+		var err error
+		if ln, err = listen(o.addr); err != nil {
+			return err
+		}
 	}
 	url := "http://" + ln.Addr().String()
 	if o.baseURL == "" && o.demo {
@@ -140,7 +170,10 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
 	if o.ready != nil {
-		o.ready(url)
+		if err := o.ready(url); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -158,6 +191,16 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// listen binds addr, or says which address is busy and how to pick
+// another.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another server using the port? pick another with --addr)", addr, err)
+	}
+	return ln, nil
 }
 
 // newHTTPServer returns the server with every timeout set, so a slow or
@@ -187,8 +230,8 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	maxPerKey := fs.Int("max-inflight-per-key", lhttp.DefaultMaxInFlightPerKey, "requests one key may have in progress, bodies being read included; more are answered 429 RATE_LIMITED (negative: no cap)")
 	maxPerAddress := fs.Int("max-inflight-per-address", lhttp.DefaultMaxInFlightPerAddress, "requests without a valid key (console, keyless /mcp) one client address (IPv4, or IPv6 /64) may have in progress; more are answered 429 RATE_LIMITED (negative: no cap; behind a proxy every client has its address)")
 	bodyTimeout := fs.Duration("body-timeout", lhttp.DefaultBodyTimeout, "time to read a whole request body; a body not in by then is answered 408 BODY_TIMEOUT")
-	if err := fs.Parse(args); err != nil {
-		return exitError{code: 3}
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
 	}
 	log := newLogger(e.stderr)
 	cfg, err := config.Load(*cfgPath)

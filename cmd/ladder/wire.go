@@ -22,17 +22,27 @@ import (
 
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
-func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger) (*service.Service, error) {
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions) (*service.Service, error) {
 	parts := cfg.Parts()
 	secret, derived := cfg.Server.AuditSecret(getenv)
 	if derived {
-		log.Warn("audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited")
+		msg := "audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited"
+		if o.warn != nil {
+			o.warn(msg)
+		} else {
+			log.Warn(msg)
+		}
 	}
 	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
 		MaxShadowPerStep: cfg.Server.MaxShadowProposals})
 	if err != nil {
 		return nil, err
+	}
+	if o.readOnly {
+		// The steps' states are the database's; a read-only command adds
+		// none.
+		return svc, nil
 	}
 	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
 		return nil, err
