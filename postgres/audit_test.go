@@ -40,7 +40,7 @@ func TestMigration0011Backfills(t *testing.T) {
 	s.Close()
 	conn := adminConn(t, schema)
 	for _, stmt := range []string{
-		`DROP INDEX audit_by_workspace_kind, audit_by_workspace_actor, audit_by_workspace_step, audit_by_workspace_at`,
+		`DROP INDEX audit_by_workspace_kind, audit_by_workspace_step`,
 		`ALTER TABLE audit DROP COLUMN queue, DROP COLUMN step`, `DELETE FROM schema_migrations WHERE version = 11`,
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {

@@ -113,7 +113,7 @@ func undo0011(t *testing.T, path string) {
 	}
 	defer raw.Close()
 	for _, stmt := range []string{
-		`DROP INDEX audit_by_workspace_kind`, `DROP INDEX audit_by_workspace_actor`, `DROP INDEX audit_by_workspace_step`, `DROP INDEX audit_by_workspace_at`,
+		`DROP INDEX audit_by_workspace_kind`, `DROP INDEX audit_by_workspace_step`,
 		`ALTER TABLE audit DROP COLUMN queue`, `ALTER TABLE audit DROP COLUMN step`, `DELETE FROM schema_migrations WHERE version = 11`,
 	} {
 		if _, err := raw.Exec(stmt); err != nil {

@@ -17,9 +17,11 @@ UPDATE audit SET
 	WHERE x.s = audit.seq AND jsonb_typeof(x.j) = 'object';
 ALTER TABLE audit ENABLE TRIGGER audit_no_update;
 
--- One index per filter within a workspace, each ending in seq so a page
--- newest first reads only its rows.
+-- An index for each filter people narrow by most, kind and step, each
+-- ending in seq so a page newest first (seq < cursor ORDER BY seq DESC)
+-- reads only its rows. Actor and time filters walk the workspace's own
+-- index (workspace, seq) instead: every index here is paid on every append
+-- (each governed call appends), and two more cost about 15% of a route's
+-- time (BENCHMARKS.md, issue 16's before and after).
 CREATE INDEX audit_by_workspace_kind ON audit (workspace, kind, seq);
-CREATE INDEX audit_by_workspace_actor ON audit (workspace, actor, seq);
 CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq);
-CREATE INDEX audit_by_workspace_at ON audit (workspace, at);
