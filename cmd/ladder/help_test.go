@@ -23,14 +23,12 @@ func TestHelpHasNoSideEffect(t *testing.T) {
 	for _, c := range commands() {
 		invocations = append(invocations, []string{c.name})
 	}
-	for _, sub := range [][]string{
+	invocations = append(invocations, [][]string{
 		{"keys", "create"}, {"keys", "list"}, {"keys", "revoke"},
 		{"approvals", "list"}, {"approvals", "approve"}, {"approvals", "reject"}, {"approvals", "retry"},
 		{"gate", "functions"}, {"gate", "authorize"}, {"gate", "history"},
 		{"audit", "list"}, {"audit", "verify"}, {"audit", "export"},
-	} {
-		invocations = append(invocations, sub)
-	}
+	}...)
 	for _, inv := range invocations {
 		for _, help := range []string{"-h", "--help"} {
 			args := append(append([]string{}, inv...), help)
