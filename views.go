@@ -162,3 +162,25 @@ type ImportStepSummary struct {
 	LaneChanges []LaneChange `json:"lane_changes"`
 	Lane        Lane         `json:"lane"`
 }
+
+// CapabilityView is one capability as GET /v1/capabilities lists it: what
+// an agent key of the workspace may call, and what decides each call. It
+// is what tools/list says on MCP, without the executor's address.
+type CapabilityView struct {
+	ID          string          `json:"id"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	HumanGate   bool            `json:"human_gate"`
+	ReadOnly    bool            `json:"read_only"`
+	Step        string          `json:"step,omitempty"`
+	Lane        Lane            `json:"lane,omitempty"`
+	Gate        *CapabilityGate `json:"gate,omitempty"`
+	ScopeFields []string        `json:"scope_fields,omitempty"`
+	Payload     map[string]any  `json:"payload_schema,omitempty"`
+}
+
+// CapabilitiesView is the answer of GET /v1/capabilities.
+type CapabilitiesView struct {
+	Workspace    string           `json:"workspace"`
+	Capabilities []CapabilityView `json:"capabilities"`
+}

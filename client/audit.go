@@ -63,9 +63,7 @@ func (c *Client) AuditExport(ctx context.Context, req ladder.AuditListRequest, f
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
 	}
-	if c.Key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.Key)
-	}
+	c.sign(hreq)
 	// An export may run longer than the timeout meant for one answer.
 	hc := *c.HTTP
 	hc.Timeout = 0

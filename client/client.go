@@ -30,6 +30,20 @@ type Client struct {
 	BaseURL string
 	Key     string
 	HTTP    *http.Client
+	// Surface is the surface whose terms the server's refusals should use
+	// (the CLI sets ladder.SurfaceCLI, so hints name commands and flags);
+	// the zero value is REST's.
+	Surface ladder.Surface
+}
+
+// sign sets what every request carries: the key and the surface.
+func (c *Client) sign(req *http.Request) {
+	if c.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	if c.Surface != ladder.SurfaceREST {
+		req.Header.Set(ladder.SurfaceHeader, c.Surface.String())
+	}
 }
 
 var (
@@ -59,9 +73,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
-	if c.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Key)
-	}
+	c.sign(req)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -26,9 +26,7 @@ func (c *Client) Import(ctx context.Context, workspace, format string, data []by
 	if err != nil {
 		return ladder.ImportResult{}, fmt.Errorf("build request: %w", err)
 	}
-	if c.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Key)
-	}
+	c.sign(req)
 	ct := "application/x-ndjson"
 	if format == ladder.ImportFormatCSV {
 		ct = "text/csv"

@@ -219,6 +219,8 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	e := ladder.AsError(err)
+	csrf := e == errCSRF
+	e = e.Render(ladder.SurfaceConsole)
 	status := lhttp.Status(e.Code)
 	switch e.Code {
 	case ladder.CodeApprovalNotFound, ladder.CodeRouteNotFound, ladder.CodeStepNotFound, ladder.CodeNotFound:
@@ -226,7 +228,7 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 	case ladder.CodeInternal, ladder.CodeAuditUnavailable:
 		h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
 	}
-	if e == errCSRF {
+	if csrf {
 		status = http.StatusForbidden
 	}
 	h.render(w, r, status, "error", page{Title: "Not done", Error: e})

@@ -367,7 +367,7 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) error {
 			return h.showApproval(w, r, http.StatusUnprocessableEntity, fields, "Some fields need fixing; nothing was approved.", "")
 		}
 		if err := h.svc.ValidatePayload(p.Workspace, c, pl); err != nil {
-			e := ladder.AsError(err)
+			e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 			name, _ := e.Data["field"].(string)
 			name = strings.TrimPrefix(name, "payload.")
 			placed := false
@@ -390,7 +390,7 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) error {
 			http.Redirect(w, r, "/console/approvals/"+v.ID+"?done=approved-failed", http.StatusSeeOther)
 			return nil
 		}
-		e := ladder.AsError(err)
+		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 		if e.Code == ladder.CodeInvalidArgument {
 			return h.showApproval(w, r, http.StatusUnprocessableEntity, nil, e.Message, "")
 		}
@@ -404,7 +404,7 @@ func (h *Handler) reject(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
 	_, err := h.svc.Reject(r.Context(), p, r.PathValue("id"), ladder.DecideRequest{Reason: strings.TrimSpace(r.PostFormValue("reason"))})
 	if err != nil {
-		e := ladder.AsError(err)
+		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 		if f, _ := e.Data["field"].(string); f == "reason" {
 			return h.showApproval(w, r, http.StatusUnprocessableEntity, nil, "", "Say why you reject it; the agent and the audit log see the reason.")
 		}
@@ -477,7 +477,7 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request) error {
 		return h.showRoute(w, r, http.StatusUnprocessableEntity, errs)
 	}
 	if _, err := h.svc.Review(r.Context(), p, r.PathValue("id"), req); err != nil {
-		e := ladder.AsError(err)
+		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 		if e.Code == ladder.CodeInvalidArgument {
 			f, _ := e.Data["field"].(string)
 			if f == "" {

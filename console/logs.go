@@ -29,7 +29,7 @@ func (h *Handler) gateHistory(w http.ResponseWriter, r *http.Request) error {
 	status := http.StatusOK
 	pg, err := h.svc.GateHistory(r.Context(), p.Workspace, f)
 	if err != nil {
-		e := ladder.AsError(err)
+		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 		if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
 			return err
 		}
@@ -109,7 +109,7 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 	if d.Error == nil {
 		pg, err := h.svc.AuditList(r.Context(), p, f)
 		if err != nil {
-			e := ladder.AsError(err)
+			e := ladder.AsError(err).Render(ladder.SurfaceConsole)
 			if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
 				return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
 			}

@@ -43,7 +43,7 @@ func (g *Gate) lookupCase(caseID string) (*compiledCase, error) {
 	if !ok {
 		return nil, &LookupError{
 			Err: ErrUnknownCase, Case: caseID, Name: caseID, Valid: slices.Clone(g.caseIDs),
-			Hint: "call list_precondition_functions without a case to see every case and its functions",
+			Hint: "call {{gate_functions}} without a case to see every case and its functions",
 		}
 	}
 	return c, nil
@@ -87,12 +87,12 @@ func (g *Gate) AuthorizeBound(caseID, fn string, evidence map[string]any, bound 
 			}
 			return d, &LookupError{
 				Err: ErrBypassToHuman, Case: caseID, Name: fn, Valid: slices.Clone(c.fnNames),
-				Hint: "a person must make this commit; request human approval instead of calling authorize",
+				Hint: "a person must make this commit; request human approval instead of calling {{authorize}}",
 			}
 		}
 		return Decision{}, &LookupError{
 			Err: ErrUnknownFunction, Case: caseID, Name: fn, Valid: slices.Clone(c.fnNames),
-			Hint: fmt.Sprintf("call list_precondition_functions with case %q to see its functions and the evidence each expects", caseID),
+			Hint: fmt.Sprintf("call {{gate_functions}} with case %q to see its functions and the evidence each expects", caseID),
 		}
 	}
 	if evidence == nil {

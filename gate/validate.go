@@ -50,7 +50,7 @@ func (f *compiledFn) validate(ev map[string]any) error {
 }
 
 const (
-	problemMissing    = "is required but missing; list_precondition_functions shows its type and description"
+	problemMissing    = "is required but missing; {{gate_functions}} shows its type and description"
 	problemUndeclared = "is not declared in the evidence schema"
 )
 

@@ -245,6 +245,7 @@ type rpcRefusal struct {
 // writeRPCRefusal writes e as the MCP surface writes a refusal: message and
 // data.code are the refusal name, data has the sentence and the hint.
 func (s *Server) writeRPCRefusal(w http.ResponseWriter, e *ladder.Error) {
+	e = e.Render(ladder.SurfaceMCP)
 	s.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
 	if ra, ok := e.Data["retry_after_seconds"]; ok {
 		w.Header().Set("Retry-After", fmt.Sprint(ra))

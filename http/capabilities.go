@@ -12,12 +12,23 @@ import (
 
 // capabilityRoutes registers capability calls and approvals.
 func (s *Server) capabilityRoutes() {
+	s.handle("GET /v1/capabilities", s.auth(s.listCapabilities, ladder.KeyAgent, ladder.KeyHuman))
 	s.handle("POST /v1/capabilities/{id}/call", s.auth(s.callCapability, ladder.KeyAgent))
 	s.handle("GET /v1/approvals", s.auth(s.listApprovals, ladder.KeyHuman))
 	s.handle("GET /v1/approvals/{id}", s.auth(s.getApproval, ladder.KeyHuman, ladder.KeyAgent))
 	s.handle("POST /v1/approvals/{id}/approve", s.auth(s.decideApproval("approve"), ladder.KeyHuman))
 	s.handle("POST /v1/approvals/{id}/reject", s.auth(s.decideApproval("reject"), ladder.KeyHuman))
 	s.handle("POST /v1/approvals/{id}/retry", s.auth(s.decideApproval("retry"), ladder.KeyHuman))
+}
+
+// listCapabilities lists what the workspace serves: REST's tools/list.
+func (s *Server) listCapabilities(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.svc.Capabilities(r.Context(), principal(r).Workspace)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
 // callCapability takes the same arguments as the capability's MCP tool:

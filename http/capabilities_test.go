@@ -290,7 +290,7 @@ func TestShadowAndGateRefusals(t *testing.T) {
 	if pass.Status != 200 || pass.Body["gate_decision_id"] == nil || pass.Body["status"] != "executed" {
 		t.Fatalf("gate PASS: %d %s", pass.Status, pass.Raw)
 	}
-	if missing := c.call("acme:gated", map[string]any{"bill_id": "B-1"}); missing.Status != 400 || !strings.Contains(string(missing.Raw), "list_precondition_functions") {
+	if missing := c.call("acme:gated", map[string]any{"bill_id": "B-1"}); missing.Status != 400 || !strings.Contains(string(missing.Raw), "GET /v1/gate/functions") {
 		t.Fatalf("missing evidence: %d %s", missing.Status, missing.Raw)
 	}
 }

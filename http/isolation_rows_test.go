@@ -96,6 +96,7 @@ func isoRESTRows() []isoRESTRow {
 			}
 			return "POST", "/v1/capabilities/ticket6:readLedger/call", map[string]any{"program": v, "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}
 		}},
+		{pattern: "GET /v1/capabilities", kinds: []string{"agent", "human"}, list: isoGet("/v1/capabilities")},
 		{pattern: "GET /v1/approvals", kinds: []string{"human"}, list: isoGet("/v1/approvals?limit=500")},
 		{pattern: "GET /v1/approvals/{id}", kinds: []string{"human", "agent"}, probes: []isoProbe{pApproval, pEastAppr}, req: func(v string) (string, string, any) {
 			return "GET", "/v1/approvals/" + v, nil

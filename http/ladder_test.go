@@ -98,7 +98,7 @@ func TestRouteBadInput(t *testing.T) {
 	e := testenv.Start(t, "")
 	agent := e.Keys["vantrow-bills/agent"]
 	r := e.Do("POST", "/v1/route", agent, map[string]any{"step": "Check the fuel surcharge", "item": "B"})
-	if r.Status != 404 || r.ErrorCode() != "STEP_NOT_FOUND" || !strings.Contains(r.ErrorHint(), "which_steps_run_alone") {
+	if r.Status != 404 || r.ErrorCode() != "STEP_NOT_FOUND" || !strings.Contains(r.ErrorHint(), "GET /v1/steps") {
 		t.Fatalf("unknown step: %d %s", r.Status, r.Raw)
 	}
 	r = e.Do("POST", "/v1/route", agent, map[string]any{"step": "post_tms"})

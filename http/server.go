@@ -274,7 +274,7 @@ type errorBody struct {
 
 // writeError is the one place an error becomes a response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := ladder.AsError(err)
+	e := ladder.AsError(err).Render(ladder.ParseSurface(r.Header.Get(ladder.SurfaceHeader)))
 	status := Status(e.Code)
 	s.refusals.WithLabelValues("rest", string(e.Code)).Inc()
 	if e.Code == ladder.CodeInternal || e.Code == ladder.CodeAuditUnavailable {

@@ -584,6 +584,7 @@ func portable(id string) string { return strings.ReplaceAll(id, ":", "_") }
 // errorData is the data of every refusal: the refusal name, the sentence
 // and the hint, plus any detail the refusal carries.
 func errorData(e *ladder.Error) map[string]any {
+	e = e.Render(ladder.SurfaceMCP)
 	data := map[string]any{"code": e.Code, "hint": e.Hint}
 	if e.Message != "" && e.Message != string(e.Code) {
 		data["message"] = e.Message

@@ -268,7 +268,7 @@ func (h *Handler) runner(name string, call func(ctx context.Context, p ladder.Pr
 	return func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
 		text, structured, err := call(ctx, p, args)
 		if err != nil {
-			e := ladder.AsError(err)
+			e := ladder.AsError(err).Render(ladder.SurfaceMCP)
 			h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
 			if e.Code == ladder.CodeInternal {
 				h.log.ErrorContext(ctx, "tool failed", "tool", name, "err", err)

@@ -364,7 +364,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 			// Nothing ran: put it back so a person can approve again.
 			b.Status, b.DecidedBy, b.DecidedAt = ladder.ApprovalPending, "", nil
 		}
-		b.ExecError = fmt.Sprintf("%s: %s", le.Code, le.Hint)
+		b.ExecError = fmt.Sprintf("%s: %s", le.Code, ladder.RenderText(le.Hint, ladder.SurfaceREST))
 		if id, ok := le.Data["call_id"].(string); ok {
 			b.CallID = id
 		}
@@ -389,10 +389,10 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	}
 	if xerr != nil {
 		le := ladder.AsError(xerr)
-		hint := "the approval stays approved and not executed; fix the upstream, then retry it (POST /v1/approvals/" + a.ID + "/retry)"
+		hint := "the approval stays approved and not executed; fix the upstream, then retry it ({{approval_retry " + a.ID + "}})"
 		data := map[string]any{"approval_id": a.ID, "status": got.Status}
 		if le.Code == ladder.CodeGateHeld {
-			hint = "the approval stays approved and not executed: its evidence did not pass the gate for this payload; reject it, or retry it (POST /v1/approvals/" + a.ID + "/retry) once the evidence passes"
+			hint = "the approval stays approved and not executed: its evidence did not pass the gate for this payload; reject it, or retry it ({{approval_retry " + a.ID + "}}) once the evidence passes"
 			for _, k := range []string{"gate_state", "reason_code", "decision_id"} {
 				data[k] = le.Data[k]
 			}

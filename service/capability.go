@@ -129,7 +129,7 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		return a, argError("payload.evidence", "is not a payload field: evidence goes in the evidence argument, beside the payload", fmt.Sprintf("send the evidence for %s/%s once, as the top-level evidence argument", c.Gate.Case, c.Gate.Fn))
 	}
 	if c.Gate != nil && len(a.evidence) == 0 {
-		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call list_precondition_functions with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
+		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call {{gate_functions}} with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
 	}
 	return a, nil
 }
@@ -232,7 +232,7 @@ func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload
 			}
 		}
 		return &ladder.Error{Code: ladder.CodeInvalidArgument, Message: fmt.Sprintf("The payload does not match the payload schema of %s at %s: %s.", c.ID, field, msg),
-			Hint: "fix the field; the tool's input schema describes every payload field", Data: map[string]any{"field": field}}
+			Hint: "fix the field; {{payload_schema}} describes every payload field", Data: map[string]any{"field": field}}
 	}
 	return nil
 }
@@ -284,7 +284,7 @@ func itemFor(c ladder.Capability, a capabilityArgs) (string, error) {
 func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage) (ladder.CallResult, error) {
 	c, ok := s.FindCapability(p.Workspace, name)
 	if !ok {
-		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "There is no capability of that name in this workspace.", Hint: fmt.Sprintf("no capability %q in this workspace; call tools/list to see what this key may call", name)}
+		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeUnknownCapability, Message: "There is no capability of that name in this workspace.", Hint: fmt.Sprintf("no capability %q in this workspace; {{capabilities}} lists what this key may call", name)}
 	}
 	if !c.Served {
 		return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeCapabilityNotServed, Message: "The capability is declared but not served yet, so nothing was done.", Hint: fmt.Sprintf("%s is declared but not served yet; it cannot be called until the operator serves it", c.ID)}
@@ -750,4 +750,34 @@ func (s *Service) replay(first ladder.Call, res ladder.CallResult) (ladder.CallR
 	return ladder.CallResult{}, &ladder.Error{Code: ladder.CodeConflict, Message: "A call with this idempotency_key is still running.",
 		Hint: "a call with this idempotency_key is still running; wait, then call again with the same key to get its result",
 		Data: map[string]any{"call_id": first.ID}}
+}
+
+// Capabilities lists the capabilities the workspace serves, with the lane
+// of the step each is tied to as it stands now.
+func (s *Service) Capabilities(ctx context.Context, workspace string) (ladder.CapabilitiesView, error) {
+	w, ok := s.Workspace(workspace)
+	if !ok {
+		return ladder.CapabilitiesView{}, ladder.NotFound(ladder.CodeNotFound, fmt.Sprintf("No workspace %q.", workspace), "use a key of the workspace")
+	}
+	states, err := s.StepStates(ctx, workspace)
+	if err != nil {
+		return ladder.CapabilitiesView{}, err
+	}
+	lanes := map[string]ladder.Lane{}
+	for _, st := range states {
+		lanes[st.Queue+"/"+st.Step], lanes[st.Step] = st.Lane, st.Lane
+	}
+	out := ladder.CapabilitiesView{Workspace: workspace, Capabilities: []ladder.CapabilityView{}}
+	for _, c := range w.Capabilities {
+		if !c.Served {
+			continue
+		}
+		out.Capabilities = append(out.Capabilities, ladder.CapabilityView{
+			ID: c.ID, Title: c.Title, Description: c.Description, HumanGate: c.HumanGate, ReadOnly: c.ReadOnly,
+			Step: c.Step, Lane: lanes[c.Step], Gate: c.Gate, ScopeFields: c.ScopeFields, Payload: c.Payload,
+		})
+	}
+	// By id, as tools/list names them.
+	slices.SortFunc(out.Capabilities, func(a, b ladder.CapabilityView) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }

@@ -17,12 +17,12 @@ type cursor struct {
 }
 
 var (
-	gateCursor     = cursor{"gh1:", "pass next_cursor from the previous gate_history_get page unchanged, or leave cursor out to start from the newest decision"}
+	gateCursor     = cursor{"gh1:", "pass next_cursor from the previous {{gate_history}} page unchanged, or leave cursor out to start from the newest decision"}
 	approvalCursor = cursor{"ap1:", "pass next_cursor from the previous page unchanged, or leave cursor out for the newest approvals"}
 	// keyCursor counts the keys already listed: keys are listed oldest
 	// first and never deleted (a revoked key stays), so a position stays
 	// put while keys are added.
-	keyCursor = cursor{"ky1:", "pass next_cursor from the previous GET /v1/keys page unchanged, or leave cursor out to start from the oldest key"}
+	keyCursor = cursor{"ky1:", "pass next_cursor from the previous {{keys_list}} page unchanged, or leave cursor out to start from the oldest key"}
 )
 
 func (c cursor) encode(seq int64) string {

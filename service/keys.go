@@ -17,7 +17,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Princi
 	if token == "" {
 		return ladder.Principal{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: "No key was sent.", Hint: "send the header Authorization: Bearer ldr_<id>_<secret> with a key of this workspace"}
 	}
-	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one (ladder keys create)"}
+	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one ({{keys_create}})"}
 	id, hash, err := ladder.ParseKeyToken(token)
 	if err != nil {
 		s.log.InfoContext(ctx, "key refused", "reason", "malformed")
@@ -128,7 +128,7 @@ func (s *Service) ListKeysPage(ctx context.Context, workspace, cursor string, li
 func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladder.Key, error) {
 	k, err := s.store.GetKey(ctx, id)
 	if errors.Is(err, ladder.ErrNotFound) || (err == nil && scope != AllWorkspaces && k.Workspace != scope) {
-		return ladder.Key{}, ladder.Errorf(ladder.CodeNotFound, "list keys with `ladder keys list` and use an id from it", "No key %q.", id)
+		return ladder.Key{}, ladder.Errorf(ladder.CodeNotFound, "list keys with {{keys_list}} and use an id from it", "No key %q.", id)
 	}
 	if err != nil {
 		return ladder.Key{}, storeErr("get key", err)

@@ -171,7 +171,7 @@ func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.S
 // decision: nothing was recorded, and a retry decides under the new lane.
 func laneChanging(st ladder.Step) error {
 	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("The lane of %s changed while this was being decided, so nothing was done.", st.Name),
-		Hint: "retry; the step's new lane decides (which_steps_run_alone shows it)"}
+		Hint: "retry; the step's new lane decides ({{steps}} shows it)"}
 }
 
 // Review records a person's verdict on a route, updates the week's
@@ -190,7 +190,7 @@ func (s *Service) Review(ctx context.Context, p ladder.Principal, routeID string
 	}
 	route, err := s.store.GetRoute(ctx, p.Workspace, routeID)
 	if errors.Is(err, ladder.ErrNotFound) {
-		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", routeID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", routeID), "use the route_id that {{route}} returned")
 	}
 	if err != nil {
 		return ladder.ReviewResult{}, storeErr("get route", err)
@@ -236,9 +236,9 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
 	switch {
 	case errors.Is(err, ladder.ErrConflict):
-		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "This route was reviewed already.", Hint: `to overrule the first review, send "adjudication": true`}
+		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "This route was reviewed already.", Hint: "to overrule the first review, {{adjudicate}}"}
 	case errors.Is(err, ladder.ErrNotFound):
-		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", rv.RouteID), "use the route_id returned by POST /v1/route or route_item")
+		return ladder.ReviewResult{}, ladder.NotFound(ladder.CodeRouteNotFound, fmt.Sprintf("No route %q in this workspace.", rv.RouteID), "use the route_id that {{route}} returned")
 	case err != nil:
 		return ladder.ReviewResult{}, storeErr("record review", err)
 	}

@@ -103,6 +103,6 @@ func (s *Service) ShadowProposalsDropped() uint64 { return s.shadowDropped.Load(
 // approval to the n its key has, at or over the cap.
 func (s *Service) tooManyPending(n int) *ladder.Error {
 	return &ladder.Error{Code: ladder.CodeRateLimited, Message: fmt.Sprintf("This key has %d approvals waiting for a person, the most it may have.", s.maxPending),
-		Hint: "nothing was done and no approval was created; wait until people decide the pending ones (approval_status tells you), then call again",
+		Hint: "nothing was done and no approval was created; wait until people decide the pending ones ({{approval_status}} tells you), then call again",
 		Data: map[string]any{"retry_after_seconds": 60, "pending": n, "max_pending": s.maxPending}}
 }

@@ -58,7 +58,7 @@ func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) 
 			Hint: "leave queue out, or use one of: " + strings.Join(queues, ", "), Data: map[string]any{"field": "queue"}}
 	}
 	if strings.TrimSpace(query) == "" {
-		return ladder.Step{}, ladder.InvalidField("step", "The step field is required.", "give a step id (post_tms) or its plain name (Post to the TMS); which_steps_run_alone lists them")
+		return ladder.Step{}, ladder.InvalidField("step", "The step field is required.", "give a step id (post_tms) or its plain name (Post to the TMS); {{steps}} lists them")
 	}
 	m := ladder.MatchStep(steps, query)
 	switch len(m) {
@@ -67,8 +67,8 @@ func (s *Service) FindStep(workspace, queue, query string) (ladder.Step, error) 
 	case 0:
 		near := ladder.NearestSteps(steps, query, 3)
 		return ladder.Step{}, &ladder.Error{Code: ladder.CodeStepNotFound,
-			Message: fmt.Sprintf("No step matches %q. Call which_steps_run_alone to list the steps; the nearest are: %s.", query, strings.Join(near, "; ")),
-			Hint:    "call which_steps_run_alone (GET /v1/steps) to list every step; nearest: " + strings.Join(near, "; "),
+			Message: fmt.Sprintf("No step matches %q; {{steps}} lists the steps, and the nearest are: %s.", query, strings.Join(near, "; ")),
+			Hint:    "{{steps}} lists every step; nearest: " + strings.Join(near, "; "),
 			Data:    map[string]any{"nearest": near}}
 	default:
 		names := make([]string, len(m))

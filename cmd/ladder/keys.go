@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -148,7 +149,7 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 // refusal prints a refusal the way every CLI command does: its name, its
 // message and its hint.
 func refusal(err error) error {
-	e := ladder.AsError(err)
+	e := ladder.AsError(err).Render(ladder.SurfaceCLI)
 	msg := fmt.Sprintf("%s: %s", e.Code, cliHint(e.Message))
 	if e.Hint != "" {
 		msg += "\nhint: " + cliHint(e.Hint)
@@ -159,30 +160,29 @@ func refusal(err error) error {
 	return exitError{code: 3, msg: msg}
 }
 
-// cliTerms rewrites what a refusal's hint names on the other surfaces (MCP
-// tools, REST endpoints and fields) into the CLI's commands and flags. The
-// service writes one hint for every surface; the CLI is where a person
-// reads it, so the CLI translates at the point it prints. Longer phrases
-// come first so that they win over their parts.
+// cliTerms rewrites what a refusal names on another surface into the
+// CLI's commands and flags. A server renders its refusals for the CLI when
+// the client says so (client.Client.Surface); what reaches the CLI through
+// MCP (ask, the gateway) names tools, and the names come from the same
+// table (ladder.OpName). Only names that cannot be ordinary words are
+// rewritten, longest first so a phrase wins over its parts.
 func cliTerms() *strings.Replacer {
-	return strings.NewReplacer(
-		"call which_steps_run_alone (GET /v1/steps)", "run ladder steps",
-		"Call which_steps_run_alone", "Run ladder steps",
-		"call approval_status", "run ladder approvals list",
-		"call list_precondition_functions", "run ladder gate functions",
-		"which_steps_run_alone (GET /v1/steps)", "ladder steps",
-		"POST /v1/route or route_item", "ladder route",
-		`send "adjudication": true`, "pass --adjudication",
-		"mark an adjudication", "pass --adjudication",
-		"calling authorize", "running ladder gate authorize",
-		"GET /v1/steps", "ladder steps",
-		"which_steps_run_alone", "ladder steps",
-		"step_evidence", "ladder evidence STEP",
-		"route_item", "ladder route",
-		"list_precondition_functions", "ladder gate functions",
-		"gate_history_get", "ladder gate history",
-		"approval_status", "ladder approvals list",
-	)
+	var pairs [][2]string
+	for _, op := range ladder.OpTokens() {
+		cli := ladder.OpName(op, "", ladder.SurfaceCLI)
+		for _, s := range []ladder.Surface{ladder.SurfaceMCP, ladder.SurfaceREST} {
+			name := ladder.OpName(op, "", s)
+			if name != cli && strings.ContainsAny(name, "_/") && !strings.Contains(name, "{") {
+				pairs = append(pairs, [2]string{name, cli})
+			}
+		}
+	}
+	slices.SortStableFunc(pairs, func(a, b [2]string) int { return len(b[0]) - len(a[0]) })
+	var args []string
+	for _, p := range pairs {
+		args = append(args, p[0], p[1])
+	}
+	return strings.NewReplacer(args...)
 }
 
 // cliHint is a refusal's hint or message in the CLI's terms.

@@ -42,7 +42,9 @@ func (r remoteFlags) client() (*client.Client, error) {
 	if *r.key == "" {
 		return nil, exitError{code: 3, msg: "a key is required: pass --key or set LADDER_KEY"}
 	}
-	return client.New(*r.server, *r.key), nil
+	c := client.New(*r.server, *r.key)
+	c.Surface = ladder.SurfaceCLI
+	return c, nil
 }
 
 // checkServerURL refuses a server address that is not an http or https

@@ -72,7 +72,7 @@ func TestCLIHintsNameCLICommands(t *testing.T) {
 	agent := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/agent"]}
 	human := map[string]string{"LADDER_SERVER": e.Server.URL, "LADDER_KEY": e.Keys["vantrow-bills/human"]}
 	_, _, err := runCLI(t, agent, "evidence", "no_such_step")
-	if err == nil || !strings.Contains(err.Error(), "hint: run ladder steps") || strings.Contains(err.Error(), "which_steps_run_alone") || strings.Contains(err.Error(), "/v1/") {
+	if err == nil || !strings.Contains(err.Error(), "hint: ladder steps lists every step") || strings.Contains(err.Error(), "which_steps_run_alone") || strings.Contains(err.Error(), "/v1/") {
 		t.Errorf("unknown step: %v", err)
 	}
 	out, _, err := runCLI(t, agent, "route", "post_tms", "B-1", "--json")
