@@ -101,8 +101,8 @@ func TestREADMEApproveExampleOnTheDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := regexp.MustCompile(`-d '(\{"payload":[^']*)'\s*\\\s*\n\s*http://127\.0\.0\.1:8080/v1/capabilities/([^/]+)/call`).FindSubmatch(readme)
-	edit := regexp.MustCompile(`ladder approvals approve --key \$\(ws human\) AP_ID [^\n]*\\\s*\n\s*--payload '([^']*)'`).FindSubmatch(readme)
+	call := regexp.MustCompile(`-d '(\{"payload":[^']*)'\s*\\\s*\n\s*"\$LADDER_SERVER/v1/capabilities/([^/]+)/call"`).FindSubmatch(readme)
+	edit := regexp.MustCompile(`ladder approvals approve --key "\$LADDER_DEMO_VANTROW_BILLS_HUMAN" AP_ID [^\n]*\\\s*\n\s*--payload '([^']*)'`).FindSubmatch(readme)
 	if call == nil || edit == nil {
 		t.Fatalf("the README's approve example is not where this test looks (call %q, edit %q)", call, edit)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -27,10 +28,11 @@ type demoKeys struct {
 func cmdDemo(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you say otherwise)")
+	addr := fs.String("addr", envOr(e, "LADDER_ADDR", "127.0.0.1:8080"), "address to listen on, loopback unless you say otherwise (or LADDER_ADDR)")
 	db := fs.String("db", "", "database path (default: a fresh file in a temporary folder)")
 	keysFile := fs.String("keys", "ladder-demo-keys.json", "where to write the demo keys as JSON")
 	gatewayFile := fs.String("gateway", "ladder-demo-gateway.yaml", "where to write a ready gateway file (for ladder ask and ladder gateway)")
+	envFile := fs.String("env-file", "ladder-demo.env", "where to write the server URL and the keys as shell variables (source it: . ./ladder-demo.env)")
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
@@ -103,13 +105,46 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		if err := os.WriteFile(*keysFile, append(data, '\n'), 0o600); err != nil {
 			return fmt.Errorf("write keys file: %w", err)
 		}
+		if err := os.WriteFile(*envFile, demoEnv(url, keys), 0o600); err != nil {
+			return fmt.Errorf("write env file: %w", err)
+		}
 		gwErr := writeDemoGateway(*gatewayFile, url, cfg, keys)
 		if gwErr != nil {
 			fmt.Fprintln(e.stderr, "ladder demo:", gwErr)
 		}
-		printDemoBanner(e, demoBanner{url: url, db: path, temporary: temporary, keysFile: *keysFile, gatewayFile: *gatewayFile, gatewayWritten: gwErr == nil}, keys)
+		printDemoBanner(e, demoBanner{url: url, db: path, temporary: temporary, keysFile: *keysFile, envFile: *envFile, gatewayFile: *gatewayFile, gatewayWritten: gwErr == nil}, keys)
 		return nil
 	}})
+}
+
+// demoEnv is the env file: the server's URL and every demo key as shell
+// variables, so a second terminal gets them with one `. ./ladder-demo.env`
+// and no JSON tool. LADDER_SERVER and LADDER_KEY (the vantrow-bills agent
+// key) are the ones every CLI command reads; each key also has its own
+// LADDER_DEMO_<WORKSPACE>_<KIND> name.
+func demoEnv(url string, keys demoKeys) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ladder demo at %s: source this file in a shell (. ./ladder-demo.env).\n", url)
+	fmt.Fprintf(&b, "export LADDER_SERVER=%s\n", shellQuote(url))
+	fmt.Fprintf(&b, "export LADDER_KEY=%s\n", shellQuote(keys.Workspaces["vantrow-bills"]["agent"]))
+	fmt.Fprintf(&b, "export LADDER_DEMO_ADMIN=%s\n", shellQuote(keys.Admin))
+	wss := make([]string, 0, len(keys.Workspaces))
+	for ws := range keys.Workspaces {
+		wss = append(wss, ws)
+	}
+	sort.Strings(wss)
+	for _, ws := range wss {
+		for _, kind := range []string{"agent", "human"} {
+			name := "LADDER_DEMO_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(ws)) + "_" + strings.ToUpper(kind)
+			fmt.Fprintf(&b, "export %s=%s\n", name, shellQuote(keys.Workspaces[ws][kind]))
+		}
+	}
+	return []byte(b.String())
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // makeDemoKeys creates one all-workspaces admin key and an agent and a
@@ -139,6 +174,7 @@ type demoBanner struct {
 	url, db     string
 	temporary   bool // db is in a temporary folder removed on exit
 	keysFile    string
+	envFile     string
 	gatewayFile string
 	// gatewayWritten is false when the gateway file could not be written.
 	gatewayWritten bool
@@ -155,7 +191,7 @@ func printDemoBanner(e env, b demoBanner, keys demoKeys) {
 		db += " (temporary, removed when the demo stops; keep one with --db)"
 	}
 	fmt.Fprintf(w, "Database: %s\n", db)
-	fmt.Fprintf(w, "Keys:     %s\n", b.keysFile)
+	fmt.Fprintf(w, "Keys:     %s, and as shell variables in %s (in another terminal: . ./%s)\n", b.keysFile, b.envFile, filepath.Base(b.envFile))
 	if b.gatewayWritten {
 		fmt.Fprintf(w, "Gateway:  %s (try: ladder ask \"Check the fuel surcharge\" --gateway %s)\n", b.gatewayFile, b.gatewayFile)
 	}

@@ -223,7 +223,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	fs.SetOutput(e.stderr)
 	cfgPath := fs.String("config", "ladder.yaml", "config file")
 	db := fs.String("db", "ladder.db", "SQLite file path, or a postgres:// URL")
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	addr := fs.String("addr", envOr(e, "LADDER_ADDR", "127.0.0.1:8080"), "address to listen on (or LADDER_ADDR)")
 	baseURL := fs.String("base-url", "", "public URL of this server for links (default: from each request's Host)")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
 	maxInFlight := fs.Int("max-inflight", lhttp.DefaultMaxInFlight, "requests served at once; more are answered 503 OVERLOADED instead of queueing (negative: no cap)")
