@@ -79,7 +79,8 @@ type Env struct {
 
 // Options tune Start.
 type Options struct {
-	// Seed loads the demo's 14 weeks of history at the clock's time.
+	// Seed loads the demo's 14 weeks of history at the clock's time, then
+	// the work the demo leaves waiting (demo.SeedWork).
 	Seed          bool
 	ToolNames     string
 	OpenWorkspace string
@@ -186,6 +187,9 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	}
 	if opts.Seed {
 		if err := demo.Seed(context.Background(), svc, clock.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := demo.SeedWork(context.Background(), svc); err != nil {
 			t.Fatal(err)
 		}
 	}
