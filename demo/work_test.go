@@ -17,7 +17,7 @@ import (
 // gates and proposals, shadow proposals, sampled audits that carry the
 // agent's output, and gate decisions, all named by business items.
 func TestSeedWork(t *testing.T) {
-	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true, Work: true})
 	ctx := context.Background()
 
 	type counts struct{ Approvals, Shadows, Audits int }
