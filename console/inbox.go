@@ -44,9 +44,9 @@ type item struct {
 	Proposal string // the agent's proposal, indented JSON
 	// Name is the business item (BILL-777), Fields the agent's output as
 	// a person reads it, and Say what the person is asked to do.
-	Name   string
-	Fields []shownField
-	Say    string
+	Name     string
+	Fields   []shownField
+	Say      string
 	Reviewed *ladder.Review
 	// Lanes are a step-tied approval's lane when proposed and now.
 	Lanes ladder.StepLanes
