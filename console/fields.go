@@ -138,10 +138,53 @@ func businessItem(a ladder.Approval, c ladder.Capability) string {
 	return ""
 }
 
-// auditFields lays an audit record's data out as fields; runs of nested
-// data read as compact JSON.
+// auditFirst are the audit data fields a person looks for first, in order.
+var auditFirst = []string{"item", "queue", "step", "decision", "lane", "capability", "event", "status", "verdict", "gate_state", "reason_code", "from", "to", "rule", "reason"}
+
+// auditFields lays an audit record's data out as fields: the telling ones
+// first, empty ones left out, a nested object as its own fields in one
+// value (payload: bill id BILL-7, amount $1,200.00).
 func auditFields(raw json.RawMessage) []shownField {
-	return objectFields(raw)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return objectFields(raw)
+	}
+	rank := func(k string) int {
+		for i, f := range auditFirst {
+			if f == k {
+				return i
+			}
+		}
+		return len(auditFirst)
+	}
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		switch strings.TrimSpace(string(v)) {
+		case `""`, "null", "{}", "[]":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]shownField, 0, len(keys))
+	for _, k := range keys {
+		v := m[k]
+		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
+			var parts []string
+			for _, f := range objectFields(t) {
+				parts = append(parts, strings.ToLower(f.Label)+" "+f.Value)
+			}
+			out = append(out, shownField{Label: fieldLabel(k), Value: cut(strings.Join(parts, ", "))})
+			continue
+		}
+		out = append(out, shownField{Label: fieldLabel(k), Value: fieldValue(k, v)})
+	}
+	return out
 }
 
 // countText says n with a noun, pluralised: 1 approval, 1,204 reviews.

@@ -81,7 +81,7 @@ func TestOverview(t *testing.T) {
 		`<strong id="waiting-approvals">4</strong> approvals`,
 		`<strong id="waiting-shadows">2</strong> shadow proposals`,
 		`<th scope="row">under an hour</th><td>1</td>`, `<th scope="row">1 to 24 hours</th><td>0</td>`, `<th scope="row">1 to 3 days</th><td>3</td>`,
-		`1 of them demotions`, `<strong>demoted</strong> from <span class="lane lane-auto">auto</span> to <span class="lane lane-shadow">shadow</span>`,
+		`1 lane change in the last 7 days, <strong>1 of them a demotion</strong>`, `<strong>demoted</strong> from <span class="lane lane-auto">auto</span> to <span class="lane lane-shadow">shadow</span>`,
 		`id="ov-bills-read_bill"`, `id="ov-bills-post_tms"`,
 	)
 	oldest := r.Body[strings.Index(r.Body, `id="oldest"`):]
@@ -138,4 +138,6 @@ func humanPrincipal(e *testenv.Env) ladder.Principal {
 	return ladder.Principal{KeyID: ladder.KeyID(e.Keys[ws+"/human"]), Workspace: ws, Kind: ladder.KeyHuman}
 }
 
-func pinTo(lane, reason string) ladder.PinRequest { return ladder.PinRequest{Lane: lane, Reason: reason} }
+func pinTo(lane, reason string) ladder.PinRequest {
+	return ladder.PinRequest{Lane: lane, Reason: reason}
+}

@@ -39,6 +39,7 @@ type overviewData struct {
 	Now       time.Time
 	Lanes     []laneGroup
 	Moves     []laneMove
+	MovesText string // "3 lane changes"
 	Demotions int
 	// Waiting counts pending approvals (More: there are more than that),
 	// Ages buckets them by how long they have waited, and Oldest are the
@@ -97,6 +98,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		d.Lanes = append(d.Lanes, laneGroup{Lane: l, Steps: byLane[l]})
 	}
 	sort.SliceStable(d.Moves, func(i, j int) bool { return d.Moves[i].At.After(d.Moves[j].At) })
+	d.MovesText = countText(len(d.Moves), "lane change")
 
 	var waiting []waitingApproval
 	cursor := ""

@@ -25,9 +25,14 @@ var funcs = template.FuncMap{
 	"count": func(n any) string { return groupDigits(fmt.Sprint(n)) },
 	"age":   age,
 	"usd":   usd,
-	"pct":   func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) },
-	"num":   func(x float64) string { return fmt.Sprintf("%.4g", x) },
-	"f2":    func(x float64) string { return fmt.Sprintf("%.2f", x) },
+	// codeBreaks lets a long code such as ORDERING_PRECONDITION_UNMET
+	// wrap after its underscores rather than mid-word.
+	"codeBreaks": func(s string) template.HTML {
+		return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), "_", "_<wbr>"))
+	},
+	"pct": func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) },
+	"num": func(x float64) string { return fmt.Sprintf("%.4g", x) },
+	"f2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },
 	"numbers": func(m map[string]float64) string {
 		var parts []string
 		for _, k := range sortedKeys(m) {
