@@ -100,7 +100,7 @@ func (s *seeder) call(capability string, args map[string]any) ladder.CallResult 
 		s.err = fmt.Errorf("%s: %w", capability, err)
 		return res
 	}
-	if res.ApprovalID != "" && res.Status == string(ladder.ApprovalPending) {
+	if res.ApprovalID != "" && res.Status == ladder.CallResultApprovalRequested {
 		s.w.Approvals++
 	}
 	if res.RouteID != "" && res.Decision == string(ladder.DecisionActAlone) {

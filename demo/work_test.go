@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/demo"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
 
@@ -17,8 +18,15 @@ import (
 // gates and proposals, shadow proposals, sampled audits that carry the
 // agent's output, and gate decisions, all named by business items.
 func TestSeedWork(t *testing.T) {
-	e := testenv.StartWith(t, "", testenv.Options{Seed: true, Work: true})
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true})
 	ctx := context.Background()
+	w, err := demo.SeedWork(ctx, e.Svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(demo.Work{Approvals: 6, Shadows: 2, Audits: 6, Gate: 7}, w); d != "" {
+		t.Errorf("SeedWork's counts (-want +got):\n%s", d)
+	}
 
 	type counts struct{ Approvals, Shadows, Audits int }
 	got := map[string]counts{}
