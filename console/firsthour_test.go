@@ -58,6 +58,35 @@ func TestInboxOnFirstOpen(t *testing.T) {
 	}
 }
 
+// TestAuditShowsEveryCall checks that a sampled audit of a capability's
+// item shows every call that ran for the item: a second call for the same
+// bill runs under the same route, and the person auditing must not see
+// only the first, harmless one.
+func TestAuditShowsEveryCall(t *testing.T) {
+	e := demoWork(t)
+	c := signedIn(t, e, ws)
+	in, err := e.Svc.Inbox(t.Context(), humanPrincipal(e), "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var route, bill string
+	for _, it := range in.Items {
+		if it.Route != nil && it.Route.Step == "post_tms" {
+			route, bill = it.Route.ID, it.Route.Item
+			break
+		}
+	}
+	if route == "" {
+		t.Fatal("no sampled post_tms audit in the demo's inbox")
+	}
+	res := e.Do("POST", "/v1/capabilities/tms:postBill/call", e.Keys[ws+"/agent"], map[string]any{"bill_id": bill, "amount_usd": 98765.43, "idempotency_key": "again-" + bill})
+	if res.Status != http.StatusOK || res.Body["route_id"] != route {
+		t.Fatalf("second call for %s: %d %s", bill, res.Status, res.Raw)
+	}
+	r := c.get("/console/routes/" + route)
+	contains(t, r.Body, "The 2 calls that ran for "+bill+": check each", "<dt>Amount</dt><dd>$98,765.43</dd>")
+}
+
 // TestOverview checks the workspace's home page: steps by lane, the week's
 // lane changes with demotions called out, and the approvals waiting with
 // their ages and the oldest one.

@@ -476,6 +476,55 @@ type routeView struct {
 	Errors   map[string]string
 	Form     map[string]string
 	Reviewed *ladder.Review
+	// Calls are the capability calls that ran for the route's item: a
+	// route is decided once per item and lane, so a second call for the
+	// same item (with another payload, say) runs under the same route, and
+	// the person auditing must see every one. CallsCapped says the search
+	// stopped before the route's time.
+	Calls       []routeCall
+	CallsCapped bool
+}
+
+// routeCall is one capability call made under a route.
+type routeCall struct {
+	ID, Capability string
+	At             time.Time
+	Fields         []shownField
+}
+
+// routeCallScan bounds the capability-call records the route page reads to
+// find a route's calls (newest first, back to the route's time).
+const routeCallScan = 1000
+
+// routeCalls finds the capability calls made under route rt in the audit
+// log: the calls recorded since the route, newest first, up to
+// routeCallScan records.
+func (h *Handler) routeCalls(r *http.Request, rt ladder.Route) ([]routeCall, bool) {
+	p := principalOf(r)
+	req := ladder.AuditListRequest{Kind: ladder.AuditCall, Since: rt.At.UTC().Format(time.RFC3339Nano), Limit: 500}
+	var out []routeCall
+	for read := 0; read < routeCallScan; {
+		pg, err := h.svc.AuditList(r.Context(), p, req)
+		if err != nil {
+			return out, true
+		}
+		read += len(pg.Records)
+		for _, rec := range pg.Records {
+			var d struct {
+				Capability string          `json:"capability"`
+				RouteID    string          `json:"route_id"`
+				Payload    json.RawMessage `json:"payload"`
+			}
+			if json.Unmarshal(rec.Data, &d) == nil && d.RouteID == rt.ID {
+				out = append(out, routeCall{ID: rec.Subject, Capability: d.Capability, At: rec.At, Fields: objectFields(d.Payload)})
+			}
+		}
+		if pg.NextCursor == "" {
+			return out, false
+		}
+		req.Cursor = pg.NextCursor
+	}
+	return out, true
 }
 
 func (h *Handler) routePage(w http.ResponseWriter, r *http.Request) error {
@@ -504,6 +553,7 @@ func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, status int, 
 	if rv, ok := l.review(rt.Queue, rt.Step, rt.ID); ok {
 		v.Reviewed = &rv
 	}
+	v.Calls, v.CallsCapped = h.routeCalls(r, rt)
 	h.render(w, r, status, "route", page{Title: "Review " + rt.Item, Nav: "inbox", Data: v})
 	return nil
 }
