@@ -113,6 +113,20 @@ func TestBrowser(t *testing.T) {
 			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 		})
 	}
+	// fullShot saves the whole page, for the phone width, where the
+	// interesting part is below the first screen.
+	fullShot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if dir == "" {
+				return nil
+			}
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
 	base := e.Server.URL
 	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -142,7 +156,11 @@ func TestBrowser(t *testing.T) {
 				over, err = chromedp.Evaluate[int](overflowJS)(ctx, tg)
 				return err
 			}),
-			shot(prefix + name),
+		}
+		if w == 1280 {
+			actions = append(actions, shot(prefix+name))
+		} else {
+			actions = append(actions, fullShot(prefix+name))
 		}
 		if w == 1280 && !axeSkipped {
 			actions = append(actions, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
@@ -241,7 +259,7 @@ func TestBrowser(t *testing.T) {
 	for _, c := range []struct{ name, got, want string }{
 		{"lane", lane, strings.ReplaceAll(ev.Body["lane"].(string), "_", " ")},
 		{"audit rate", rate, fmt.Sprintf("%.4g", ev.Body["audit_rate"].(float64))},
-		{"rolling-4 n", n, fmt.Sprint(r4["n"])},
+		{"rolling-4 n", strings.ReplaceAll(n, ",", ""), fmt.Sprint(r4["n"])},
 		{"rolling-4 accuracy", acc, four(r4["accuracy"])},
 		{"rolling-4 lower", lo, four(r4["wilson_lower"])},
 		{"rolling-4 upper", hi, four(r4["wilson_upper"])},
