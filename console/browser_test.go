@@ -92,7 +92,7 @@ func TestBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancel = context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
 
 	dir := os.Getenv(ScreenshotsEnv)
