@@ -27,7 +27,7 @@ func TestAuditPageFilters(t *testing.T) {
 	}
 	c := signedIn(t, e, ws)
 	agent := ladder.KeyID(e.Keys[ws+"/agent"])
-	row := regexp.MustCompile(`<tr><th scope="row">(\d+)</th><td>[^<]*</td><td>([^<]*)</td><td><code>([^<]*)</code>.*?<td class="data"><code>([^<]*)</code>`)
+	row := regexp.MustCompile(`<tr><th scope="row" data-label="Seq">(\d+)</th><td class="when".*?</td><td data-label="Kind">([^<]*)</td><td data-label="Actor"><code>([^<]*)</code>.*?<summary>JSON</summary><code>([^<]*)</code>`)
 
 	seen := map[string]bool{}
 	path := "/console/audit?kind=route&actor=" + agent + "&step=bills%2Fpost_tms"

@@ -19,6 +19,29 @@ import (
 // to; unset, none are saved.
 const ScreenshotsEnv = "LADDER_SCREENSHOTS"
 
+// AxeEnv names axe-core's axe.min.js (npm package axe-core), which the
+// browser test injects into every page to check accessibility. Unset, the
+// accessibility check is skipped (and says so); .ci/run sets it and fails
+// when it was skipped.
+const AxeEnv = "LADDER_AXE_JS"
+
+// axeViolation is one failed axe-core rule on a page.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []any `json:"target"`
+	} `json:"nodes"`
+}
+
+// axeRun runs axe-core on the page and returns its serious and critical
+// violations.
+const axeRun = `axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => ({target: n.target}))})))`
+
+// overflowJS reports how far the page is wider than the window (0: fits).
+const overflowJS = `Math.max(0, document.documentElement.scrollWidth - document.documentElement.clientWidth)`
+
 // chromium finds a Chromium to drive, or "".
 func chromium() string {
 	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
@@ -43,7 +66,15 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	e := seeded(t)
+	var axeJS string
+	if path := os.Getenv(AxeEnv); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", AxeEnv, err)
+		}
+		axeJS = string(b)
+	}
+	e := demoWork(t)
 	first := requestApproval(t, e, "B-1001")
 	e.Clock.Advance(time.Second)
 	second := requestApproval(t, e, "B-1002")
@@ -55,13 +86,13 @@ func TestBrowser(t *testing.T) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 800),
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
 
 	dir := os.Getenv(ScreenshotsEnv)
@@ -82,6 +113,20 @@ func TestBrowser(t *testing.T) {
 			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 		})
 	}
+	// fullShot saves the whole page, for the phone width, where the
+	// interesting part is below the first screen.
+	fullShot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if dir == "" {
+				return nil
+			}
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
 	base := e.Server.URL
 	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -89,6 +134,53 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}
+
+	// checkPage loads a page in a window w px wide and checks that it
+	// fits without sideways scrolling and, at 1280 px, that axe-core finds
+	// no serious or critical accessibility violation; it saves a
+	// screenshot of each.
+	axeSkipped := axeJS == ""
+	checkPage := func(name, path, ready string, w int64) {
+		t.Helper()
+		var over int
+		var violations []axeViolation
+		prefix := "page-"
+		if w != 1280 {
+			prefix = "phone-"
+		}
+		actions := []chromedp.Action[chromedp.Void]{
+			chromedp.EmulateViewport(w, 900),
+			chromedp.Navigate(base + path),
+			chromedp.WaitVisible(chromedp.CSS(ready)),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+				over, err = chromedp.Evaluate[int](overflowJS)(ctx, tg)
+				return err
+			}),
+		}
+		if w == 1280 {
+			actions = append(actions, shot(prefix+name))
+		} else {
+			actions = append(actions, fullShot(prefix+name))
+		}
+		if w == 1280 && !axeSkipped {
+			actions = append(actions, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+				if _, err := chromedp.Evaluate[bool](axeJS+";true")(ctx, tg); err != nil {
+					return fmt.Errorf("inject axe-core: %w", err)
+				}
+				violations, err = chromedp.Evaluate[[]axeViolation](axeRun, chromedp.EvalAwaitPromise)(ctx, tg)
+				return err
+			}))
+		}
+		run(fmt.Sprintf("%s at %d px", name, w), actions...)
+		if over > 0 {
+			t.Errorf("%s at %d px: the page is %d px wider than the window", name, w, over)
+		}
+		for _, v := range violations {
+			t.Errorf("%s: accessibility (%s) %s: %s at %v", name, v.Impact, v.ID, v.Help, v.Nodes)
+		}
+	}
+	checkPage("signin", "/console/signin", "#key", 390)
+	checkPage("signin", "/console/signin", "#key", 1280)
 
 	run("sign in",
 		chromedp.Navigate(base+"/console/inbox"),
@@ -167,7 +259,7 @@ func TestBrowser(t *testing.T) {
 	for _, c := range []struct{ name, got, want string }{
 		{"lane", lane, strings.ReplaceAll(ev.Body["lane"].(string), "_", " ")},
 		{"audit rate", rate, fmt.Sprintf("%.4g", ev.Body["audit_rate"].(float64))},
-		{"rolling-4 n", n, fmt.Sprint(r4["n"])},
+		{"rolling-4 n", strings.ReplaceAll(n, ",", ""), fmt.Sprint(r4["n"])},
 		{"rolling-4 accuracy", acc, four(r4["accuracy"])},
 		{"rolling-4 lower", lo, four(r4["wilson_lower"])},
 		{"rolling-4 upper", hi, four(r4["wilson_upper"])},
@@ -183,6 +275,42 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/console/gate"), chromedp.WaitVisible(chromedp.CSS("h1")), shot("08-gate"),
 		chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.ID("#chain")), shot("09-audit"),
 	)
+
+	// Every page fits a 1280 px window and a 390 px phone without sideways
+	// scrolling, and has no serious or critical accessibility violation.
+	pending := requestApproval(t, e, "BILL-795")
+	toAudit := ""
+	in, err := e.Svc.Inbox(context.Background(), ladder.Principal{Workspace: ws, Kind: ladder.KeyHuman}, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range in.Items {
+		if it.Kind == ladder.InboxAudit && toAudit == "" {
+			toAudit = it.Route.ID
+		}
+	}
+	if toAudit == "" {
+		t.Fatal("the demo left no sampled audit to review")
+	}
+	pages := []struct{ name, path, ready string }{
+		{"overview", "/console/overview", "#waiting-approvals"},
+		{"inbox", "/console/inbox", "#item-" + pending},
+		{"approval", "/console/approvals/" + pending, "#f-linehaul_usd"},
+		{"audit-review", "/console/routes/" + toAudit, "#v-agree-" + toAudit},
+		{"steps", "/console/steps", "table.steps"},
+		{"step", "/console/steps/bills/post_tms", "#rolling-4"},
+		{"gate-history", "/console/gate", "#gate-decisions"},
+		{"audit-log", "/console/audit", "#audit-records"},
+	}
+	for _, w := range []int64{1280, 390} {
+		for _, pg := range pages {
+			checkPage(pg.name, pg.path, pg.ready, w)
+		}
+	}
+	run("back to a desktop window", chromedp.EmulateViewport(1280, 900))
+	if axeSkipped {
+		t.Logf("AXE SKIPPED: set %s to axe-core's axe.min.js to check accessibility", AxeEnv)
+	}
 
 	// A proposal whose step was pinned to human_only since shows the
 	// approver both lanes beside the buttons.

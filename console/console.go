@@ -118,7 +118,7 @@ func (h *Handler) routes() {
 			return storeDown(err)
 		}
 		if ok {
-			http.Redirect(w, r, "/console/inbox", http.StatusSeeOther)
+			http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
 		} else {
 			http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 		}
@@ -128,6 +128,7 @@ func (h *Handler) routes() {
 	h.handle("POST /console/signin", h.signin)
 	h.handle("POST /console/signout", h.authed(h.signout))
 
+	h.handle("GET /console/overview", h.authed(h.overview))
 	h.handle("GET /console/inbox", h.authed(h.inbox))
 	h.handle("GET /console/approvals/{id}", h.authed(h.approvalPage))
 	h.handle("POST /console/approvals/{id}/approve", h.authed(h.approve))

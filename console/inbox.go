@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -41,6 +42,11 @@ type item struct {
 	Step     *stepBrief
 	Gate     *ladder.GateResult
 	Proposal string // the agent's proposal, indented JSON
+	// Name is the business item (BILL-777), Fields the agent's output as
+	// a person reads it, and Say what the person is asked to do.
+	Name     string
+	Fields   []shownField
+	Say      string
 	Reviewed *ladder.Review
 	// Lanes are a step-tied approval's lane when proposed and now.
 	Lanes ladder.StepLanes
@@ -130,7 +136,7 @@ func (l *lookups) gateFor(a ladder.Approval) *ladder.GateResult {
 }
 
 func indentJSON(raw json.RawMessage) string {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return ""
 	}
 	var buf bytes.Buffer
@@ -141,7 +147,7 @@ func indentJSON(raw json.RawMessage) string {
 }
 
 func (l *lookups) approvalItem(a ladder.ApprovalView) item {
-	it := item{Kind: itemApproval, At: a.CreatedAt, Approval: &a, Proposal: indentJSON(a.Payload)}
+	it := item{Kind: itemApproval, At: a.CreatedAt, Approval: &a, Proposal: indentJSON(a.Payload), Fields: objectFields(a.Payload)}
 	if a.Status == ladder.ApprovalShadow {
 		it.Kind = itemShadow
 	}
@@ -149,7 +155,58 @@ func (l *lookups) approvalItem(a ladder.ApprovalView) item {
 		it.Step = l.brief(a.Queue, a.Step)
 	}
 	it.Gate = l.gateFor(a.Approval)
+	c, _ := l.h.svc.FindCapability(l.ws, a.Capability)
+	it.Name = businessItem(a.Approval, c)
+	it.Say = approvalSay(a, c, it.Step, it.Name)
 	return it
+}
+
+// routeItem is an inbox item of a sampled audit (or of a route a person
+// reviews from its page).
+func (l *lookups) routeItem(kind string, rt *ladder.Route) item {
+	it := item{Kind: kind, At: rt.At, Route: rt, Step: l.brief(rt.Queue, rt.Step), Proposal: indentJSON(rt.Features), Fields: objectFields(rt.Features), Name: rt.Item}
+	name := rt.Step
+	if it.Step != nil {
+		name = it.Step.Name
+	}
+	if kind == itemAudit {
+		it.Say = fmt.Sprintf("The agent handled %s alone (%s runs in auto), and this item was drawn for audit. Check what it did against the item in your system, then say whether you agree; your verdict counts toward the step's accuracy.", rt.Item, name)
+	} else {
+		it.Say = fmt.Sprintf("%s is in %s, so a person handles %s. Say whether the agent's output below matches what was done; your verdict counts toward the step's accuracy.", name, strings.ReplaceAll(string(rt.Lane), "_", " "), rt.Item)
+	}
+	return it
+}
+
+// approvalSay tells the person deciding what is asked of them; the stored
+// reason speaks to the agent that asked.
+func approvalSay(a ladder.ApprovalView, c ladder.Capability, st *stepBrief, name string) string {
+	what := c.Title
+	if what == "" {
+		what = a.Capability
+	}
+	if name != "" {
+		what += " for " + name
+	}
+	step := a.Step
+	if st != nil {
+		step = st.Name
+	}
+	switch {
+	case a.Status == ladder.ApprovalShadow:
+		return fmt.Sprintf("%s is in shadow: the agent may not act yet, so a person handles %s as usual. Compare the agent's proposal below with what you did (or would do) and say whether you agree; nothing ran, and your verdict is the evidence that lets the step move up.", step, orThis(name))
+	case a.Kind == ladder.ApprovalHumanGate:
+		return fmt.Sprintf("%s: a person approves every call of this kind. Nothing has run; approving runs it once, as shown or as you edit it.", what)
+	case a.Kind == ladder.ApprovalProposal:
+		return fmt.Sprintf("%s: %s is in propose, so the agent asks before it acts. Nothing has run; approving runs it once, as shown or as you edit it.", what, step)
+	}
+	return a.Reason
+}
+
+func orThis(name string) string {
+	if name == "" {
+		return "this item"
+	}
+	return name
 }
 
 // inboxData is the inbox page's data: one page of items, newest first,
@@ -178,8 +235,7 @@ func (h *Handler) inboxItems(r *http.Request) (inboxData, error) {
 			it.Lanes = in.Lanes
 			d.Items = append(d.Items, it)
 		case in.Route != nil:
-			rt := in.Route
-			d.Items = append(d.Items, item{Kind: itemAudit, At: rt.At, Route: rt, Step: l.brief(rt.Queue, rt.Step), Proposal: indentJSON(rt.Features)})
+			d.Items = append(d.Items, l.routeItem(itemAudit, in.Route))
 		}
 	}
 	if pg.NextCursor != "" {
@@ -420,6 +476,55 @@ type routeView struct {
 	Errors   map[string]string
 	Form     map[string]string
 	Reviewed *ladder.Review
+	// Calls are the capability calls that ran for the route's item: a
+	// route is decided once per item and lane, so a second call for the
+	// same item (with another payload, say) runs under the same route, and
+	// the person auditing must see every one. CallsCapped says the search
+	// stopped before the route's time.
+	Calls       []routeCall
+	CallsCapped bool
+}
+
+// routeCall is one capability call made under a route.
+type routeCall struct {
+	ID, Capability string
+	At             time.Time
+	Fields         []shownField
+}
+
+// routeCallScan bounds the capability-call records the route page reads to
+// find a route's calls (newest first, back to the route's time).
+const routeCallScan = 1000
+
+// routeCalls finds the capability calls made under route rt in the audit
+// log: the calls recorded since the route, newest first, up to
+// routeCallScan records.
+func (h *Handler) routeCalls(r *http.Request, rt ladder.Route) ([]routeCall, bool) {
+	p := principalOf(r)
+	req := ladder.AuditListRequest{Kind: ladder.AuditCall, Since: rt.At.UTC().Format(time.RFC3339Nano), Limit: 500}
+	var out []routeCall
+	for read := 0; read < routeCallScan; {
+		pg, err := h.svc.AuditList(r.Context(), p, req)
+		if err != nil {
+			return out, true
+		}
+		read += len(pg.Records)
+		for _, rec := range pg.Records {
+			var d struct {
+				Capability string          `json:"capability"`
+				RouteID    string          `json:"route_id"`
+				Payload    json.RawMessage `json:"payload"`
+			}
+			if json.Unmarshal(rec.Data, &d) == nil && d.RouteID == rt.ID {
+				out = append(out, routeCall{ID: rec.Subject, Capability: d.Capability, At: rec.At, Fields: objectFields(d.Payload)})
+			}
+		}
+		if pg.NextCursor == "" {
+			return out, false
+		}
+		req.Cursor = pg.NextCursor
+	}
+	return out, true
 }
 
 func (h *Handler) routePage(w http.ResponseWriter, r *http.Request) error {
@@ -440,7 +545,7 @@ func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, status int, 
 	if rt.Audit || rt.Lane == ladder.LaneAuto {
 		kind = itemAudit
 	}
-	it := item{Kind: kind, At: rt.At, Route: &rt, Step: l.brief(rt.Queue, rt.Step), Proposal: indentJSON(rt.Features)}
+	it := l.routeItem(kind, &rt)
 	v := routeView{Item: it, Errors: errs, Form: map[string]string{}}
 	for _, k := range []string{"verdict", "severity", "correction", "note"} {
 		v.Form[k] = r.PostFormValue(k)
@@ -448,6 +553,7 @@ func (h *Handler) showRoute(w http.ResponseWriter, r *http.Request, status int, 
 	if rv, ok := l.review(rt.Queue, rt.Step, rt.ID); ok {
 		v.Reviewed = &rv
 	}
+	v.Calls, v.CallsCapped = h.routeCalls(r, rt)
 	h.render(w, r, status, "route", page{Title: "Review " + rt.Item, Nav: "inbox", Data: v})
 	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/service"
@@ -18,6 +20,44 @@ type gateData struct {
 	Next   template.URL // the next page's link
 	Error  *ladder.Error
 	States []string
+	// Cases, Fns and Actions are the filters' choices: the workspace's
+	// gate cases, precondition functions and commits.
+	Cases, Fns, Actions []choice
+}
+
+// choice is one option of a filter's select.
+type choice struct {
+	Value, Label string
+	Selected     bool
+}
+
+// gateChoices lists the workspace's gate cases, precondition functions and
+// commits as filter choices, the current filter's values selected (and
+// kept as a choice even when the config no longer declares them).
+func (h *Handler) gateChoices(ws string, f ladder.GateHistoryRequest) (cases, fns, actions []choice) {
+	v, err := h.svc.GateFunctions(ws, "")
+	if err != nil {
+		return nil, nil, nil
+	}
+	seen := map[string]bool{}
+	add := func(list *[]choice, kind, value, label, cur string) {
+		if value == "" || seen[kind+value] {
+			return
+		}
+		seen[kind+value] = true
+		*list = append(*list, choice{Value: value, Label: label, Selected: value == cur})
+	}
+	for _, c := range v.Cases {
+		add(&cases, "c", c.ID, c.Name+" ("+c.ID+")", f.Case)
+		for _, fn := range c.Functions {
+			add(&fns, "f", fn.PreconditionFn, fn.PreconditionFn, f.PreconditionFn)
+			add(&actions, "a", fn.CommitID, fn.CommitName+" ("+fn.CommitID+")", f.ActionID)
+		}
+	}
+	add(&cases, "c", f.Case, f.Case, f.Case)
+	add(&fns, "f", f.PreconditionFn, f.PreconditionFn, f.PreconditionFn)
+	add(&actions, "a", f.ActionID, f.ActionID, f.ActionID)
+	return cases, fns, actions
 }
 
 func (h *Handler) gateHistory(w http.ResponseWriter, r *http.Request) error {
@@ -26,6 +66,7 @@ func (h *Handler) gateHistory(w http.ResponseWriter, r *http.Request) error {
 	f := ladder.GateHistoryRequest{Case: q.Get("case"), PreconditionFn: q.Get("precondition_fn"), ActionID: q.Get("action_id"), GateState: q.Get("gate_state"),
 		Since: q.Get("since"), Until: q.Get("until"), Cursor: q.Get("cursor"), Limit: 25}
 	d := gateData{Filter: f, States: []string{"PASS", "ESCALATE", "BYPASS_TO_HUMAN"}}
+	d.Cases, d.Fns, d.Actions = h.gateChoices(p.Workspace, f)
 	status := http.StatusOK
 	pg, err := h.svc.GateHistory(r.Context(), p.Workspace, f)
 	if err != nil {
@@ -80,11 +121,55 @@ type auditData struct {
 	Next    template.URL
 	Chain   chainState
 	Error   *ladder.Error
+	Kinds   []choice
+	Grouped bool // sign-ins are folded into summary rows
 }
 
 type auditRow struct {
 	ladder.AuditRecord
 	DataText string
+	Fields   []shownField
+	// Group, when positive, makes the row a summary of that many
+	// consecutive sign-ins and sign-outs, from GroupFrom to At.
+	Group     int
+	GroupFrom time.Time
+}
+
+// auditKinds are the record kinds the kind filter offers.
+var auditKinds = []string{ladder.AuditRoute, ladder.AuditReview, ladder.AuditApproval, ladder.AuditCall, ladder.AuditCallResult, ladder.AuditGateDecision,
+	ladder.AuditLaneChange, ladder.AuditPin, ladder.AuditUnpin, ladder.AuditOutcome, ladder.AuditKeyCreate, ladder.AuditKeyRevoke,
+	ladder.AuditSessionStart, ladder.AuditSessionEnd, ladder.AuditHistoryImport, ladder.AuditServerStart, ladder.AuditToolDefinitions, ladder.AuditToolDefinitionChanged}
+
+// isSession says whether a record is a console sign-in or sign-out.
+func isSession(kind string) bool {
+	return kind == ladder.AuditSessionStart || kind == ladder.AuditSessionEnd
+}
+
+// groupSessions folds each run of consecutive sign-ins and sign-outs into
+// one summary row, so a busy day of people signing in does not bury what
+// they did; the kind filter shows them one by one.
+func groupSessions(rows []auditRow) []auditRow {
+	out := make([]auditRow, 0, len(rows))
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && isSession(rows[j].Kind) {
+			j++
+		}
+		switch {
+		case j == i:
+			out = append(out, rows[i])
+			i++
+		case j-i == 1:
+			out = append(out, rows[i])
+			i = j
+		default:
+			g := rows[i]
+			g.Group, g.GroupFrom = j-i, rows[j-1].At
+			out = append(out, g)
+			i = j
+		}
+	}
+	return out
 }
 
 // auditLog is the audit page: the workspace's records newest first,
@@ -95,7 +180,13 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := ladder.AuditListRequest{Kind: q.Get("kind"), Actor: q.Get("actor"), Step: q.Get("step"), Since: q.Get("since"), Until: q.Get("until"),
 		Cursor: q.Get("cursor"), Limit: 50}
-	d := auditData{Filter: f}
+	d := auditData{Filter: f, Grouped: f.Kind == ""}
+	for _, k := range auditKinds {
+		d.Kinds = append(d.Kinds, choice{Value: k, Label: k, Selected: k == f.Kind})
+	}
+	if f.Kind != "" && !slices.Contains(auditKinds, f.Kind) {
+		d.Kinds = append(d.Kinds, choice{Value: f.Kind, Label: f.Kind, Selected: true})
+	}
 	status := http.StatusOK
 	// Older links named the page by the seq it starts below (?before=N).
 	if b := q.Get("before"); b != "" && f.Cursor == "" {
@@ -116,7 +207,10 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 			d.Error, status = e, http.StatusBadRequest
 		}
 		for _, rec := range pg.Records {
-			d.Records = append(d.Records, auditRow{AuditRecord: rec, DataText: string(rec.Data)})
+			d.Records = append(d.Records, auditRow{AuditRecord: rec, DataText: string(rec.Data), Fields: auditFields(rec.Data)})
+		}
+		if d.Grouped {
+			d.Records = groupSessions(d.Records)
 		}
 		if pg.NextCursor != "" {
 			nq := url.Values{}

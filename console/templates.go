@@ -19,6 +19,17 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// day and clock split a time so a table cell can keep each on one line.
+	"day":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04 UTC") },
+	"count": func(n any) string { return groupDigits(fmt.Sprint(n)) },
+	"age":   age,
+	"usd":   usd,
+	// codeBreaks lets a long code such as ORDERING_PRECONDITION_UNMET
+	// wrap after its underscores rather than mid-word.
+	"codeBreaks": func(s string) template.HTML {
+		return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), "_", "_<wbr>"))
+	},
 	"pct": func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) },
 	"num": func(x float64) string { return fmt.Sprintf("%.4g", x) },
 	"f2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },
@@ -54,6 +65,52 @@ var funcs = template.FuncMap{
 	"reviewFormOf": func(id, csrf string, form, errs map[string]string) reviewFormData {
 		return reviewFormData{ID: id, CSRF: csrf, Verdict: form["verdict"], Severity: form["severity"], Correction: form["correction"], Note: form["note"], Errors: errs}
 	},
+}
+
+// groupDigits puts thousands separators into the integer part of a
+// decimal number as text: 12345.5 → 12,345.5.
+func groupDigits(s string) string {
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	if len(whole) <= 3 || strings.ContainsAny(whole, "eE") {
+		return sign + s
+	}
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if hasFrac {
+		return sign + b.String() + "." + frac
+	}
+	return sign + b.String()
+}
+
+// usd formats an amount of US dollars: 2450 → $2,450.00.
+func usd(x float64) string {
+	if x < 0 {
+		return "−$" + groupDigits(fmt.Sprintf("%.2f", -x))
+	}
+	return "$" + groupDigits(fmt.Sprintf("%.2f", x))
+}
+
+// age says how long ago t was, in the largest whole unit: "3 h", "2 d".
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "under a minute"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
 }
 
 // reviewFormData fills the review form partial.

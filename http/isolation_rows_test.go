@@ -161,6 +161,7 @@ func isoConsoleRows() []isoConsoleRow {
 		{pattern: "GET /console/signin", public: true, list: isoCGet("/console/signin")},
 		{pattern: "POST /console/signin"},  // TestIsolationConsoleSignin
 		{pattern: "POST /console/signout"}, // TestIsolationConsoleSignin
+		{pattern: "GET /console/overview", list: isoCGet("/console/overview")},
 		{pattern: "GET /console/inbox", list: isoCGet("/console/inbox")},
 		{pattern: "GET /console/approvals/{id}", probes: []isoProbe{pApproval, pEastAppr}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/approvals/" + v, nil

@@ -382,7 +382,10 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		if err != nil {
 			return ladder.CallResult{}, err
 		}
-		rt, err := s.routeItem(ctx, p, st, item, nil)
+		// The payload is the agent's output for this item: the route keeps
+		// it, so a sampled audit or a shadow comparison shows a person what
+		// the agent did.
+		rt, err := s.routeItem(ctx, p, st, item, payload)
 		if err != nil {
 			return ladder.CallResult{}, err
 		}

@@ -89,7 +89,12 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Seeded in %s.\n\n", time.Since(start).Round(time.Millisecond))
+	work, err := demo.SeedWork(ctx, st.svc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Seeded in %s: %d approvals, %d shadow proposals and %d sampled audits wait in the console; %d gate decisions are in its gate history.\n\n",
+		time.Since(start).Round(time.Millisecond), work.Approvals, work.Shadows, work.Audits, work.Gate)
 
 	keys, err := makeDemoKeys(ctx, st.svc)
 	if err != nil {

@@ -74,10 +74,23 @@ func TestDemoInProcess(t *testing.T) {
 	if gw, _ := os.ReadFile(gwFile); !strings.Contains(string(gw), url) {
 		t.Errorf("gateway file does not name the server %s:\n%s", url, gw)
 	}
-	for _, want := range []string{"Seeded in", "vantrow-bills", keysFile} {
+	for _, want := range []string{"Seeded in", ": 6 approvals, 2 shadow proposals and ", "vantrow-bills", keysFile} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, stdout.String())
 		}
+	}
+
+	// The person the banner sends to the console finds work waiting there.
+	req, _ = http.NewRequest("GET", url+"/v1/approvals?status=pending", nil)
+	req.Header.Set("Authorization", "Bearer "+keys.Workspaces["vantrow-bills"]["human"])
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Count(string(body), `"status":"pending"`) != 3 || !strings.Contains(string(body), `"item":"BILL-771"`) {
+		t.Errorf("pending approvals of the demo: %d %s", resp.StatusCode, body)
 	}
 }
 

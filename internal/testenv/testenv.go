@@ -80,7 +80,11 @@ type Env struct {
 // Options tune Start.
 type Options struct {
 	// Seed loads the demo's 14 weeks of history at the clock's time.
-	Seed          bool
+	Seed bool
+	// Work, with Seed, also leaves the work `ladder demo` leaves waiting
+	// (demo.SeedWork): approvals, shadow proposals, sampled audits, gate
+	// decisions. Tests that count approvals or audit records leave it off.
+	Work          bool
 	ToolNames     string
 	OpenWorkspace string
 	// WrapStore, when set, wraps the SQLite store the service uses (a test
@@ -187,6 +191,11 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if opts.Seed {
 		if err := demo.Seed(context.Background(), svc, clock.Now(), nil); err != nil {
 			t.Fatal(err)
+		}
+		if opts.Work {
+			if _, err := demo.SeedWork(context.Background(), svc); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight,
