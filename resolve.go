@@ -61,6 +61,21 @@ func (c *OutcomeCounts) Add(handledBy string, n, failures int) {
 	}
 }
 
+// Count adds one outcome to the counts (an outcome handled by neither an
+// agent nor a person is not part of the test).
+func (c *OutcomeCounts) Count(o Outcome) {
+	fail := 0
+	if !o.OK {
+		fail = 1
+	}
+	switch o.HandledBy {
+	case HandledByAgent:
+		c.AgentN, c.AgentFailures = c.AgentN+1, c.AgentFailures+fail
+	case HandledByPerson:
+		c.PersonN, c.PersonFailures = c.PersonN+1, c.PersonFailures+fail
+	}
+}
+
 // WalkPages calls fn for every audit record with seq > afterSeq, in
 // order, reading them a page of at most page records at a time with read
 // (records with seq > after, in seq order), and stops at the first error

@@ -170,6 +170,9 @@ type LadderStore interface {
 	RecordOutcome(ctx context.Context, o Outcome, audit AuditEntry) error
 	// OutcomeCounts returns the outcome test's counts for a step.
 	OutcomeCounts(ctx context.Context, k StepKey) (OutcomeCounts, error)
+	// Outcomes returns a step's outcomes, oldest first (a backtest
+	// replays them with the reviews).
+	Outcomes(ctx context.Context, k StepKey) ([]Outcome, error)
 	// ImportHistory bulk-loads history (the demo's synthetic weeks, or a
 	// migration) in one transaction: step states replace existing ones,
 	// aggregates and lane changes are added.

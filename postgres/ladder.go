@@ -610,6 +610,28 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 	return oc, nil
 }
 
+// Outcomes returns a step's outcomes, oldest first.
+func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcome, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("outcomes: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, workspace, queue, step, item, handled_by, ok, at FROM outcomes
+		WHERE workspace = $1 AND queue = $2 AND step = $3 ORDER BY at, id`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, func(r pgx.Row) (ladder.Outcome, error) {
+		var o ladder.Outcome
+		err := r.Scan(&o.ID, &o.Workspace, &o.Queue, &o.Step, &o.Item, &o.HandledBy, &o.OK, &o.At)
+		o.At = o.At.UTC()
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
 // ImportHistory bulk-loads history in one transaction: step states replace
 // existing ones, aggregates are added to existing rows, lane changes,
 // routes (unless the item has one), reviews and outcomes are inserted and

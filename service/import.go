@@ -199,11 +199,8 @@ func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.Imp
 		if err := tx.InsertOutcome(o); err != nil {
 			return nil, fmt.Errorf("line %d: outcome: %w", r.Line, err)
 		}
-		fail := 0
-		if !o.OK {
-			fail = 1
-		}
-		is.oc.Add(o.HandledBy, 1, fail)
+		// The decider of each later row sees this outcome counted.
+		is.oc.Count(o)
 		is.sum.Outcomes++
 		return nil, nil
 	}

@@ -580,6 +580,33 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 	return oc, nil
 }
 
+// Outcomes returns a step's outcomes, oldest first.
+func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcome, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT id, workspace, queue, step, item, handled_by, ok, at FROM outcomes
+		WHERE workspace = ? AND queue = ? AND step = ? ORDER BY at, rowid`, k.Workspace, k.Queue, k.Step)
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
+	}
+	out, err := collect(rows, func(r scanner) (ladder.Outcome, error) {
+		var (
+			o  ladder.Outcome
+			ok int
+			at string
+		)
+		if err := r.Scan(&o.ID, &o.Workspace, &o.Queue, &o.Step, &o.Item, &o.HandledBy, &ok, &at); err != nil {
+			return o, err
+		}
+		o.OK = ok != 0
+		var err error
+		o.At, err = parseTime(at)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
+	}
+	return out, nil
+}
+
 // ImportHistory bulk-loads history in one transaction: step states replace
 // existing ones, aggregates are added to existing rows, lane changes,
 // routes (unless the item has one), reviews and outcomes are inserted and
