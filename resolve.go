@@ -8,7 +8,7 @@ import (
 // The defaults and small rules a store applies to what it is given before
 // it writes, written once (DESIGN.md §9: stores hold SQL only).
 
-// Initial is a step state as EnsureSteps and ImportHistory store it: a
+// Initial is a step state as EnsureSteps stores it: a
 // new state starts at version 1 at least, so IfVersion checks always have
 // a non-zero version to compare.
 func (s StepState) Initial() StepState {

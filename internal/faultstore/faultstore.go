@@ -422,14 +422,6 @@ func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcom
 	return s.next.Outcomes(ctx, k)
 }
 
-// ImportHistory implements ladder.Store.
-func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
-	if err := s.write(ctx); err != nil {
-		return err
-	}
-	return s.next.ImportHistory(ctx, h)
-}
-
 // RecordGateDecision implements ladder.Store.
 func (s *Store) RecordGateDecision(ctx context.Context, d ladder.GateDecisionRecord, a ladder.AuditEntry) (ladder.GateDecisionRecord, error) {
 	if err := s.write(ctx); err != nil {
