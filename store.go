@@ -179,4 +179,3 @@ type LadderStore interface {
 	// through it row by row, as live reviews would have.
 	ImportRecords(ctx context.Context, fn func(tx ImportTx) error) error
 }
-
