@@ -8,7 +8,7 @@ import (
 // The defaults and small rules a store applies to what it is given before
 // it writes, written once (DESIGN.md §9: stores hold SQL only).
 
-// Initial is a step state as EnsureSteps and ImportHistory store it: a
+// Initial is a step state as EnsureSteps stores it: a
 // new state starts at version 1 at least, so IfVersion checks always have
 // a non-zero version to compare.
 func (s StepState) Initial() StepState {
@@ -58,6 +58,21 @@ func (c *OutcomeCounts) Add(handledBy string, n, failures int) {
 		c.AgentN, c.AgentFailures = n, failures
 	case HandledByPerson:
 		c.PersonN, c.PersonFailures = n, failures
+	}
+}
+
+// Count adds one outcome to the counts (an outcome handled by neither an
+// agent nor a person is not part of the test).
+func (c *OutcomeCounts) Count(o Outcome) {
+	fail := 0
+	if !o.OK {
+		fail = 1
+	}
+	switch o.HandledBy {
+	case HandledByAgent:
+		c.AgentN, c.AgentFailures = c.AgentN+1, c.AgentFailures+fail
+	case HandledByPerson:
+		c.PersonN, c.PersonFailures = c.PersonN+1, c.PersonFailures+fail
 	}
 }
 

@@ -170,24 +170,12 @@ type LadderStore interface {
 	RecordOutcome(ctx context.Context, o Outcome, audit AuditEntry) error
 	// OutcomeCounts returns the outcome test's counts for a step.
 	OutcomeCounts(ctx context.Context, k StepKey) (OutcomeCounts, error)
-	// ImportHistory bulk-loads history (the demo's synthetic weeks, or a
-	// migration) in one transaction: step states replace existing ones,
-	// aggregates and lane changes are added.
-	ImportHistory(ctx context.Context, h History) error
+	// Outcomes returns a step's outcomes, oldest first (a backtest
+	// replays them with the reviews).
+	Outcomes(ctx context.Context, k StepKey) ([]Outcome, error)
 	// ImportRecords runs fn in one write transaction: everything fn
 	// writes through tx commits together, or, when fn returns an error,
 	// nothing does. An import of past records drives RecordReviewTx
 	// through it row by row, as live reviews would have.
 	ImportRecords(ctx context.Context, fn func(tx ImportTx) error) error
-}
-
-// History is a bulk load for ImportHistory.
-type History struct {
-	States      []StepState
-	Weeks       []WeekAgg
-	LaneChanges []LaneChange
-	Routes      []Route
-	Reviews     []Review
-	Outcomes    []Outcome
-	Audit       []AuditEntry
 }

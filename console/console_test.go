@@ -280,7 +280,7 @@ func TestStepPages(t *testing.T) {
 	contains(t, body, "<svg", "Wilson 95% band", `class="threshold threshold-auto"`, ev.Why,
 		fmt.Sprintf(`<tr id="rolling-4"><th scope="row">Last 4 weeks</th><td>%d–%d</td><td class="n">%d</td><td class="agreements">%d</td><td class="accuracy">%.4f</td><td class="lower">%.4f</td><td class="upper">%.4f</td></tr>`,
 			r4.From, r4.To, r4.N, r4.Agreements, *r4.Accuracy, r4.WilsonLower, r4.WilsonUpper),
-		string(ev.OutcomeTest.State), "rules (demo history)")
+		string(ev.OutcomeTest.State), "rules (after a review by demo)")
 	if len(ev.LaneChanges) == 0 {
 		t.Error("read_bill has no lane changes in the demo")
 	}

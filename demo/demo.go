@@ -1,11 +1,14 @@
 // Package demo makes the history `ladder demo` starts with: fourteen weeks
-// of synthetic reviews for every step of the demo config, drawn from a
-// per-step true accuracy and weekly volume and run through the real lane
-// rules week by week, so the figures a person reads agree with the lanes.
+// of synthetic reviews, audits and outcomes for every step of the demo
+// config, drawn from a per-step true accuracy and weekly volume and
+// imported through the real import path, so every figure and lane change a
+// person reads was made by the engine from raw reviews.
 package demo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -32,7 +35,7 @@ type Profile struct {
 var profiles = map[string]Profile{
 	"read_bill":          {Accuracy: 0.992, OperatorErr: 0.03, AgentFailure: 0.01, PersonFail: 0.015},
 	"match_load":         {Accuracy: 0.94, OperatorErr: 0.03},
-	"rate_check":         {Accuracy: 0.985, OperatorErr: 0.02},
+	"rate_check":         {Accuracy: 0.975, OperatorErr: 0.02},
 	"check_accessorials": {Accuracy: 0.86, OperatorErr: 0.03},
 	"decide_hold":        {Accuracy: 0.93, OperatorErr: 0.02},
 	"post_tms":           {Accuracy: 0.997, OperatorErr: 0.02, AgentFailure: 0.008, PersonFail: 0.012},
@@ -44,179 +47,208 @@ var profiles = map[string]Profile{
 	"valuation":          {Accuracy: 0.80, OperatorErr: 0.05},
 }
 
-// Progress reports seeding progress: done of total steps.
-type Progress func(done, total int, step string)
+// Progress reports seeding progress: done of total parts (a step's history
+// drawn, or a workspace's history imported).
+type Progress func(done, total int, part string)
 
-// Seed simulates Weeks weeks of history ending in now's week for every step
-// of the service's workspaces and loads it with one ImportHistory call. Each
-// step climbs from shadow under the real rules, capped at the lane the
-// config starts it in; steps that start human_only get no history.
+// attempts bounds the draws of one step's history: a draw whose step does
+// not end in the lane the config starts it in (or with a rule due, or with
+// an audit rate other than a configured one) is drawn again.
+const attempts = 64
+
+// Seed draws Weeks weeks of history ending at now for every step of the
+// service's workspaces and imports it through the real import path
+// (Service.Import, which replays every row through ladder.RecordReviewTx),
+// so every lane change in the demo is made by the engine, review by
+// review. It runs on a database whose steps have no state yet: it stores
+// each step's state as its history starts it (shadow, for a step with a
+// history; the config's lane for the others, which get none).
 func Seed(ctx context.Context, svc *service.Service, now time.Time, progress Progress) error {
-	now = now.UTC().Truncate(time.Microsecond)
+	now = ladder.NormTime(now)
 	_, thisWeek := ladder.ISOWeek(now)
 	first := thisWeek.AddDate(0, 0, -7*(Weeks-1))
-	var h ladder.History
-	var all []ladder.Step
-	var wsOf []string
+	p := ladder.Principal{KeyID: "demo", Kind: ladder.KeyAdmin}
+	initial := map[ladder.StepKey]ladder.StepState{}
+	for _, s := range svc.InitialStates() {
+		initial[ladder.StepKey{Workspace: s.Workspace, Queue: s.Queue, Step: s.Step}] = s
+	}
+	type part struct {
+		wid string
+		st  ladder.Step
+	}
+	var parts []part
 	for _, wid := range svc.WorkspaceIDs() {
 		for _, st := range svc.Steps(wid, "") {
-			all = append(all, st)
-			wsOf = append(wsOf, wid)
+			parts = append(parts, part{wid, st})
 		}
 	}
-	for i, st := range all {
+	total := len(parts) + len(svc.WorkspaceIDs())
+	var states []ladder.StepState
+	rows := map[string][]ladder.ImportRow{}
+	for i, pt := range parts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		seedStep(svc, wsOf[i], st, first, now, &h)
+		state := initial[ladder.StepKey{Workspace: pt.wid, Queue: pt.st.Queue, Step: pt.st.ID}]
+		prof, ok := profiles[pt.st.ID]
+		if ok && pt.st.StartLane != ladder.LaneHumanOnly {
+			state.Lane = ladder.LaneShadow // the history starts it there
+			r, err := drawStep(svc, p, pt.wid, pt.st, prof, state, first, now)
+			if err != nil {
+				return fmt.Errorf("demo history of %s: %w", pt.st.ID, err)
+			}
+			rows[pt.wid] = append(rows[pt.wid], r...)
+		}
+		states = append(states, state)
 		if progress != nil {
-			progress(i+1, len(all), st.Name)
+			progress(i+1, total, pt.st.Name)
 		}
 	}
-	e, err := ladder.NewAuditEntry("*", "system", "demo.seed", "demo", now, map[string]any{
-		"weeks": Weeks, "steps": len(all), "week_rows": len(h.Weeks), "lane_changes": len(h.LaneChanges), "reviews": len(h.Reviews), "outcomes": len(h.Outcomes),
-	})
-	if err != nil {
+	if err := svc.EnsureSteps(ctx, states); err != nil {
 		return err
 	}
-	h.Audit = append(h.Audit, e)
-	if err := svc.ImportHistory(ctx, h); err != nil {
-		return fmt.Errorf("import demo history: %w", err)
+	for i, wid := range svc.WorkspaceIDs() {
+		if len(rows[wid]) > 0 {
+			data, err := jsonLines(rows[wid])
+			if err != nil {
+				return err
+			}
+			p.Workspace = wid
+			if _, err := svc.Import(ctx, p, ladder.ImportRequest{Workspace: wid, Format: ladder.ImportFormatJSONL, Data: data}); err != nil {
+				return fmt.Errorf("import the demo history of %s: %w", wid, err)
+			}
+		}
+		if progress != nil {
+			progress(len(parts)+i+1, total, "import "+wid)
+		}
 	}
 	return nil
 }
 
-func rank(l ladder.Lane) int { return slices.Index(ladder.Lanes, l) }
+// jsonLines writes rows as an import file.
+func jsonLines(rows []ladder.ImportRow) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
 
-// seedStep simulates one step and appends its history to h.
-func seedStep(svc *service.Service, wid string, st ladder.Step, first, now time.Time, h *ladder.History) {
-	target := st.StartLane
-	state := ladder.StepState{Workspace: wid, Queue: st.Queue, Step: st.ID, Lane: ladder.LaneShadow, LaneSince: first}
+// drawStep draws one step's history, asking an in-memory replay of the
+// import (service.Replay) the step's lane before each item, so an item is
+// reviewed as the lane it arrives in says: compared in shadow, approved in
+// propose, audited at the audit rate in auto. It draws again, with the
+// next seed, until the history ends with the step in the config's lane
+// and no rule due.
+func drawStep(svc *service.Service, p ladder.Principal, wid string, st ladder.Step, prof Profile, start ladder.StepState, first, now time.Time) ([]ladder.ImportRow, error) {
 	th := svc.Thresholds(wid, st)
-	vol := float64(st.WeeklyVolume)
+	for a := uint64(0); a < attempts; a++ {
+		rng := rand.New(rand.NewPCG(7919+a, hash(wid+"/"+st.ID)))
+		rep := svc.NewReplay(p, wid, st, start)
+		rows, err := draw(rep, st, prof, rng, first, now)
+		if err != nil {
+			return nil, err
+		}
+		end := rep.State()
+		if end.Lane != st.StartLane || (st.AuditRate != 0 && end.Lane == ladder.LaneAuto && end.AuditRate != st.AuditRate) {
+			continue
+		}
+		if res := rules.Evaluate(th, rep.RuleInput(now)); res.Move != nil {
+			continue
+		}
+		return rows, nil
+	}
+	return nil, fmt.Errorf("no draw of %d ends in %s with no rule due; change the step's profile", attempts, st.StartLane)
+}
+
+// draw draws the rows of one history through rep.
+func draw(rep *service.Replay, st ladder.Step, prof Profile, rng *rand.Rand, first, now time.Time) ([]ladder.ImportRow, error) {
+	vol := st.WeeklyVolume
 	if vol <= 0 {
 		vol = 100
 	}
-	state.AuditRate = st.AuditRate
-	if state.AuditRate == 0 {
-		state.AuditRate = rules.InitialAuditRate(st.Class, th.AutoLower, vol)
+	var rows []ladder.ImportRow
+	add := func(r ladder.ImportRow, at time.Time) error {
+		r.Time, r.At, r.Queue, r.Step = at, at.Format(time.RFC3339Nano), st.Queue, st.ID
+		rows = append(rows, r)
+		return rep.Row(r)
 	}
-	p, ok := profiles[st.ID]
-	if target == ladder.LaneHumanOnly || !ok {
-		// Nobody measured the agent here: the step keeps its starting lane.
-		state.Lane, state.LaneSince, state.AuditRateSince = target, now, now
-		h.States = append(h.States, state)
-		return
-	}
-	rng := rand.New(rand.NewPCG(7919, hash(wid+"/"+st.ID)))
-	key := ladder.StepKey{Workspace: wid, Queue: st.Queue, Step: st.ID}
-	var weeks []ladder.WeekAgg
-	var oc ladder.OutcomeCounts
+	seq := 0
 	for w := 0; w < Weeks; w++ {
 		start := first.AddDate(0, 0, 7*w)
 		end := start.AddDate(0, 0, 7).Add(-time.Second)
 		if end.After(now) {
 			end = now
 		}
-		iso, _ := ladder.ISOWeek(start)
-		agg := ladder.WeekAgg{Workspace: wid, Queue: st.Queue, Step: st.ID, ISOWeek: iso, WeekStart: start, Epoch: state.Epoch}
-		n := int(vol)
-		if state.Lane == ladder.LaneAuto {
-			n = int(vol*state.AuditRate + 0.5)
+		// The week's items arrive at distinct times (a microsecond apart
+		// at least), so every record of the step has its own time and a
+		// replay orders them as the import did.
+		times := make([]time.Time, vol)
+		for j := range times {
+			times[j] = ladder.NormTime(start.Add(time.Duration(rng.Int64N(int64(end.Sub(start)) + 1))))
 		}
-		kind := ladder.ReviewShadow
-		switch state.Lane {
-		case ladder.LaneAuto:
-			kind = ladder.ReviewAudit
-		case ladder.LanePropose:
-			kind = ladder.ReviewApproval
-		}
-		for j := 0; j < n; j++ {
-			agree := rng.Float64() < p.Accuracy
-			agg.N++
-			if agree {
-				agg.Agreements++
+		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+		for j := 1; j < len(times); j++ {
+			if !times[j].After(times[j-1].Add(time.Microsecond)) {
+				times[j] = times[j-1].Add(2 * time.Microsecond)
 			}
-			if kind == ladder.ReviewAudit {
-				agg.AuditN++
-				if agree {
-					agg.AuditAgree++
+		}
+		// In auto a fixed share of the week's items is audited (the audit
+		// rate the week starts with), so the figures show round counts.
+		audited := map[int]bool{}
+		k := int(float64(vol)*rep.State().AuditRate + 0.5)
+		for _, j := range rng.Perm(vol)[:min(k, vol)] {
+			audited[j] = true
+		}
+		for j, at := range times {
+			seq++
+			item := fmt.Sprintf("%s-%06d", itemPrefix(st.ID), seq)
+			lane := rep.State().Lane
+			row := ladder.ImportRow{Type: ladder.ImportReview, Item: item, Lane: string(lane), Reviewer: "demo", Verdict: string(ladder.VerdictAgree)}
+			review := true
+			switch lane {
+			case ladder.LaneAuto:
+				row.Type, row.Lane, review = ladder.ImportAudit, "", audited[j]
+			case ladder.LaneShadow, ladder.LanePropose:
+				// One in ten person-handled items is reviewed twice; the
+				// second reviewer finds the first wrong at the operator
+				// error rate.
+				if rng.IntN(10) == 0 {
+					e := rng.Float64() < prof.OperatorErr
+					row.OperatorError = &e
+				}
+			default:
+				review = false
+			}
+			if rng.Float64() >= prof.Accuracy {
+				row.Verdict, row.Severity, row.Note = string(ladder.VerdictDisagree), 2+rng.IntN(2), "demo: the person corrected the agent's output"
+			}
+			if review {
+				if err := add(row, at); err != nil {
+					return nil, err
 				}
 			}
-			at := start.Add(time.Duration(rng.Int64N(int64(end.Sub(start)) + 1)))
-			if !agree || (kind == ladder.ReviewAudit && w >= Weeks-2) {
-				addReview(h, key, kind, agree, at, rng)
-			}
-		}
-		// One in ten person-handled items is reviewed twice; the second
-		// reviewer finds the first wrong at the operator error rate.
-		if state.Lane != ladder.LaneAuto {
-			for j := 0; j < n/10; j++ {
-				agg.OpN++
-				if rng.Float64() < p.OperatorErr {
-					agg.OpErrors++
+			if prof.AgentFailure > 0 {
+				// Downstream results: of four in ten items the agent ran
+				// alone, and of a quarter of all items a person handled.
+				if lane == ladder.LaneAuto && rng.IntN(10) < 4 {
+					ok := rng.Float64() >= prof.AgentFailure
+					if err := add(ladder.ImportRow{Type: ladder.ImportOutcome, Item: item, HandledBy: ladder.HandledByAgent, OK: &ok}, at.Add(time.Microsecond)); err != nil {
+						return nil, err
+					}
+				} else if rng.IntN(4) == 0 {
+					ok := rng.Float64() >= prof.PersonFail
+					if err := add(ladder.ImportRow{Type: ladder.ImportOutcome, Item: item, HandledBy: ladder.HandledByPerson, OK: &ok}, at.Add(time.Microsecond)); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
-		if p.AgentFailure > 0 {
-			agentN := 0
-			if state.Lane == ladder.LaneAuto {
-				agentN = n * 4
-			}
-			for j := 0; j < agentN; j++ {
-				addOutcome(h, &oc, key, ladder.HandledByAgent, rng.Float64() >= p.AgentFailure, end)
-			}
-			for j := 0; j < int(vol)/4; j++ {
-				addOutcome(h, &oc, key, ladder.HandledByPerson, rng.Float64() >= p.PersonFail, end)
-			}
-		}
-		weeks = append(weeks, agg)
-		res := rules.Evaluate(th, service.RuleInput(st, state, weeks, oc, end))
-		if res.Move != nil && rank(res.Move.To) <= rank(target) {
-			next, ch, _, err := svc.Move(state, res.Move, "demo history", end)
-			if err == nil {
-				ch.Actor = "rules (demo history)"
-				state = next
-				h.LaneChanges = append(h.LaneChanges, *ch)
-			}
-		}
 	}
-	if state.AuditRateSince.IsZero() {
-		state.AuditRateSince = state.LaneSince
-	}
-	h.Weeks = append(h.Weeks, weeks...)
-	h.States = append(h.States, state)
-}
-
-// addReview adds a reviewed item with its route, so recent disagreements
-// and audits in the pack point at real rows.
-func addReview(h *ladder.History, k ladder.StepKey, kind ladder.ReviewKind, agree bool, at time.Time, rng *rand.Rand) {
-	item := fmt.Sprintf("%s-%06d", itemPrefix(k.Step), rng.IntN(1000000))
-	lane := map[ladder.ReviewKind]ladder.Lane{ladder.ReviewAudit: ladder.LaneAuto, ladder.ReviewApproval: ladder.LanePropose, ladder.ReviewShadow: ladder.LaneShadow}[kind]
-	rt := ladder.Route{ID: ladder.NewID("rt"), Workspace: k.Workspace, Queue: k.Queue, Step: k.Step, Item: item, Lane: lane, Decision: ladder.DecisionFor(lane), Audit: kind == ladder.ReviewAudit, Reason: "demo history", KeyID: "demo", At: at}
-	rv := ladder.Review{ID: ladder.NewID("rv"), RouteID: rt.ID, Workspace: k.Workspace, Queue: k.Queue, Step: k.Step, Item: item, Kind: kind, Verdict: ladder.VerdictAgree, Reviewer: "demo", At: at}
-	if !agree {
-		rv.Verdict = ladder.VerdictDisagree
-		rv.Severity = 2 + rng.IntN(2)
-		rv.Note = "demo: the person corrected the agent's output"
-	}
-	h.Routes = append(h.Routes, rt)
-	h.Reviews = append(h.Reviews, rv)
-}
-
-func addOutcome(h *ladder.History, oc *ladder.OutcomeCounts, k ladder.StepKey, by string, ok bool, at time.Time) {
-	h.Outcomes = append(h.Outcomes, ladder.Outcome{ID: ladder.NewID("oc"), Workspace: k.Workspace, Queue: k.Queue, Step: k.Step, Item: "demo", HandledBy: by, OK: ok, At: at})
-	if by == ladder.HandledByAgent {
-		oc.AgentN++
-		if !ok {
-			oc.AgentFailures++
-		}
-	} else {
-		oc.PersonN++
-		if !ok {
-			oc.PersonFailures++
-		}
-	}
+	return rows, nil
 }
 
 func itemPrefix(step string) string {

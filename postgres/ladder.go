@@ -610,113 +610,26 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 	return oc, nil
 }
 
-// ImportHistory bulk-loads history in one transaction: step states replace
-// existing ones, aggregates are added to existing rows, lane changes,
-// routes (unless the item has one), reviews and outcomes are inserted and
-// audit is appended. Imported reviews are taken to be counted in the
-// imported aggregates already (an adjudication may later replace them).
-// The statements are pipelined (one round trip, pgx.Batch); subscribers of
-// every replica hear of each replaced state.
-func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
-	err := s.write(ctx, func(w *wtx) error { return w.importHistory(h) })
+// Outcomes returns a step's outcomes, oldest first.
+func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcome, error) {
+	if err := s.reading(); err != nil {
+		return nil, fmt.Errorf("outcomes: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, workspace, queue, step, item, handled_by, ok, at FROM outcomes
+		WHERE workspace = $1 AND queue = $2 AND step = $3 ORDER BY at, id`, k.Workspace, k.Queue, k.Step)
 	if err != nil {
-		return fmt.Errorf("import history: %w", err)
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
 	}
-	return nil
-}
-
-func (w *wtx) importHistory(h ladder.History) error {
-	b := &pgx.Batch{}
-	var labels []string
-	queue := func(label, q string, args ...any) {
-		b.Queue(q, args...)
-		labels = append(labels, label)
+	out, err := collect(rows, func(r pgx.Row) (ladder.Outcome, error) {
+		var o ladder.Outcome
+		err := r.Scan(&o.ID, &o.Workspace, &o.Queue, &o.Step, &o.Item, &o.HandledBy, &o.OK, &o.At)
+		o.At = o.At.UTC()
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
 	}
-
-	// The epoch each imported review counts in: its step's imported state,
-	// else its stored one, else 0. Read before anything is queued.
-	epochs := map[ladder.StepKey]int{}
-	for _, st := range h.States {
-		epochs[ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step}] = st.Epoch
-	}
-	for _, rv := range h.Reviews {
-		k := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
-		if _, ok := epochs[k]; ok {
-			continue
-		}
-		var epoch int
-		err := w.queryRow(`SELECT epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3`,
-			k.Workspace, k.Queue, k.Step).Scan(&epoch)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("review %s: %w", rv.ID, err)
-		}
-		epochs[k] = epoch
-	}
-
-	for _, st := range h.States {
-		st = st.Initial()
-		q, args, err := putStateSQL(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
-			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
-			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
-			last_audit_fail_at = excluded.last_audit_fail_at, audit_rate_since = excluded.audit_rate_since,
-			version = step_states.version + 1, lane_epoch = GREATEST(excluded.lane_epoch, step_states.lane_epoch + 1)`)
-		if err != nil {
-			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
-		}
-		queue(fmt.Sprintf("state %s/%s", st.Queue, st.Step), q, args...)
-		w.notifyStep(ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step})
-	}
-	for _, a := range h.Weeks {
-		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		q, args := addToWeekSQL(ladder.WeekDelta{Key: k, Week: a.ISOWeek, WeekStart: a.WeekStart, Epoch: a.Epoch, Counts: a, Create: true})
-		queue(fmt.Sprintf("week %s %s", a.Step, a.ISOWeek), q, args...)
-	}
-	for _, c := range h.LaneChanges {
-		c = c.For(ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From, w.s.now())
-		q, args, err := insertLaneChangeSQL(c)
-		if err != nil {
-			return fmt.Errorf("lane change %s: %w", c.ID, err)
-		}
-		queue("lane change "+c.ID, q, args...)
-	}
-	for _, r := range h.Routes {
-		if r.ID == "" {
-			r.ID = ladder.NewID("rt")
-		}
-		q, args := insertRouteSQL(r, "ON CONFLICT DO NOTHING")
-		queue("route "+r.ID, q, args...)
-	}
-	for _, rv := range h.Reviews {
-		if rv.ID == "" {
-			rv.ID = ladder.NewID("rv")
-		}
-		week, _ := ladder.ISOWeek(rv.At)
-		epoch := epochs[ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}]
-		if rv.Adjudication {
-			// The adjudication is the verdict that counts; the earlier
-			// review of its route, imported before it, no longer does.
-			queue("review "+rv.ID, `UPDATE reviews SET counted = false WHERE route_id = $1 AND counted`, rv.RouteID)
-		}
-		q, args := insertReviewSQL(rv, week, epoch)
-		queue("review "+rv.ID, q, args...)
-	}
-	for _, o := range h.Outcomes {
-		n := b.Len()
-		w.queueOutcome(b, o)
-		for range b.Len() - n {
-			labels = append(labels, "outcome "+o.ID)
-		}
-	}
-	if len(h.Reviews) > 0 {
-		// Imported reviews close the shadow proposals of their routes, as
-		// recorded ones do; only open rows are looked at.
-		queue("close reviewed shadow proposals", `UPDATE approvals SET open_shadow = NULL WHERE open_shadow IS NOT NULL
-			AND EXISTS (SELECT 1 FROM reviews r WHERE r.route_id = approvals.route_id)`)
-	}
-	if err := w.sendBatch(b, labels); err != nil {
-		return err
-	}
-	return w.appendAudit(nil, h.Audit...)
+	return out, nil
 }
 
 // ImportRecords runs fn in one transaction of a batch; an error from fn

@@ -40,7 +40,7 @@ PID=$!
 cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-for _ in $(seq 1 150); do
+for _ in $(seq 1 600); do  # the demo imports its 14 weeks first (seconds)
   curl -fsS "$URL/healthz" >/dev/null 2>&1 && break
   kill -0 "$PID" 2>/dev/null || { echo "demo exited:"; cat "$WORK/demo.err"; exit 1; }
   sleep 0.1

@@ -1,74 +1,65 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/rules"
+	"github.com/ladderhq/ladder/internal/memtx"
 )
 
-// Backtest replays every step's recorded history since the given time under
-// other rules (rulesFor returns a step's thresholds; nil means the rules in
-// force) and returns, per step, the lane changes that happened beside the
-// ones those rules would have made. The replay starts from the step's state
-// at since (its lane, when it entered it, its epoch), evaluates the rules at
-// the end of each week on the weekly figures up to then, replays the pins
-// and unpins people made when they made them, and demotes on a severity-1
-// audit failure in the week it was recorded (docs/rules.md, Backtest). The
-// outcome test uses the step's outcome totals as they are now.
+// Backtest replays every step's recorded history, review by review, and
+// returns per step the lane changes that happened beside the ones the
+// replay made (docs/rules.md, Backtest). The replay runs every recorded
+// review (audits, approvals and adjudications among them), outcome, pin
+// and unpin, in time order, through the review routine the live path and
+// the import use (ladder.RecordReviewTx) over an in-memory transaction.
+// Records before since are replayed under the rules in force, so the
+// replay reaches since in the step's real state; from since on they are
+// replayed under rulesFor's thresholds (nil: the rules in force). With the
+// rules in force the simulated moves are the recorded ones.
 func (s *Service) Backtest(ctx context.Context, workspace string, since time.Time, rulesFor func(ladder.Step) ladder.Thresholds) ([]ladder.BacktestStep, error) {
 	var out []ladder.BacktestStep
 	for _, st := range s.Steps(workspace, "") {
 		key := ladder.StepKey{Workspace: workspace, Queue: st.Queue, Step: st.ID}
-		weeks, err := s.store.WeekAggs(ctx, key)
-		if err != nil {
-			return nil, storeErr("week aggregates", err)
-		}
-		changes, err := s.store.LaneChanges(ctx, key)
-		if err != nil {
+		var h stepHistory
+		var err error
+		if h.changes, err = s.store.LaneChanges(ctx, key); err != nil {
 			return nil, storeErr("lane changes", err)
 		}
-		state, err := s.store.GetStepState(ctx, key)
-		if err != nil {
+		if h.state, err = s.store.GetStepState(ctx, key); err != nil {
 			return nil, storeErr("step state", err)
 		}
-		oc, err := s.store.OutcomeCounts(ctx, key)
-		if err != nil {
-			return nil, storeErr("outcome counts", err)
+		if h.outcomes, err = s.store.Outcomes(ctx, key); err != nil {
+			return nil, storeErr("outcomes", err)
 		}
-		dis, err := s.store.Reviews(ctx, ladder.ReviewQuery{Key: key, Disagreement: true})
-		if err != nil {
+		if h.reviews, err = s.store.Reviews(ctx, ladder.ReviewQuery{Key: key}); err != nil {
 			return nil, storeErr("reviews", err)
 		}
-		th := s.thresholdsFor(workspace, st)
+		slices.Reverse(h.reviews) // oldest first, in the order they were stored
+		inForce := s.thresholdsFor(workspace, st)
+		th := inForce
 		if rulesFor != nil {
 			th = rulesFor(st)
 		}
-		h := stepHistory{weeks: weeks, changes: changes, sev1: sev1Errors(dis), oc: oc}
-		out = append(out, backtestStep(st, workspace, state, h, since, s.now(), th))
+		bs, err := s.backtestStep(st, key, h, since, inForce, th)
+		if err != nil {
+			return nil, storeErr("replay", err)
+		}
+		out = append(out, bs)
 	}
 	return out, nil
 }
 
 // stepHistory is what a backtest replays of one step.
 type stepHistory struct {
-	weeks   []ladder.WeekAgg
-	changes []ladder.LaneChange
-	sev1    []ladder.Review // severity-1 disagreements, oldest first
-	oc      ladder.OutcomeCounts
-}
-
-// sev1Errors returns the severity-1 disagreements of reviews (newest
-// first, as the store lists them), oldest first.
-func sev1Errors(reviews []ladder.Review) []ladder.Review {
-	var out []ladder.Review
-	for i := len(reviews) - 1; i >= 0; i-- {
-		if reviews[i].Sev1() {
-			out = append(out, reviews[i])
-		}
-	}
-	return out
+	state    ladder.StepState // as it is now
+	changes  []ladder.LaneChange
+	reviews  []ladder.Review // oldest first
+	outcomes []ladder.Outcome
 }
 
 // byPerson reports whether a lane change was a person's (a pin or an
@@ -77,89 +68,121 @@ func byPerson(c ladder.LaneChange) bool {
 	return c.Rule == rulePinned || c.Rule == ruleUnpinned
 }
 
-// backtestStep replays one step.
-func backtestStep(st ladder.Step, workspace string, state ladder.StepState, h stepHistory, since, now time.Time, th ladder.Thresholds) ladder.BacktestStep {
-	sortWeeks(h.weeks)
-	bs := ladder.BacktestStep{Workspace: workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Actual: []ladder.BacktestMove{}, Simulated: []ladder.BacktestMove{}, EndActual: state.Lane}
-	all := buildSeries(h.weeks, -1, now)
-	weekOf := func(t time.Time) (int, string) {
-		iso, start := ladder.ISOWeek(t)
-		if all.first.IsZero() {
-			return 0, iso
-		}
-		return weekIndex(all.first, start), iso
-	}
-	// The step's state at since: the lane of the last change before it (or
-	// the first change's origin, or the lane now when nothing ever moved),
-	// entered when that change was made (or when the step's records start),
-	// in the promotion epoch the moves down before it started.
-	sim := ladder.StepState{Workspace: workspace, Queue: st.Queue, Step: st.ID, Lane: state.Lane, LaneSince: all.first}
-	if len(h.changes) > 0 {
-		sim.Lane = h.changes[0].From
-	}
-	var pending []ladder.LaneChange // the people's changes still to replay
-	for _, c := range h.changes {
-		if c.At.Before(since) {
-			sim = sim.Changed(c.To, c.At)
-			sim.Pinned = c.Rule == rulePinned
-			continue
-		}
-		w, iso := weekOf(c.At)
-		bs.Actual = append(bs.Actual, ladder.BacktestMove{Week: w, ISOWeek: iso, At: c.At, From: c.From, To: c.To, Rule: c.Rule, Numbers: c.Numbers})
-		if byPerson(c) {
-			pending = append(pending, c)
-		}
-	}
-	bs.StartLane = sim.Lane
-	sev1 := h.sev1
-	for i, row := range all.rows {
-		end := row.WeekStart.AddDate(0, 0, 7).Add(-time.Second)
-		if end.After(now) {
-			end = now
-		}
-		// The severity-1 clock and audit failures of the week, each as
-		// the live rules saw it when its review arrived.
-		auditSev1 := false
-		for len(sev1) > 0 && !sev1[0].At.After(end) {
-			rv := sev1[0]
-			sev1 = sev1[1:]
-			if rv.At.Before(since) {
-				sim.LastSev1At = rv.At
-				continue
-			}
-			sim.LastSev1At = rv.At
-			auditSev1 = auditSev1 || (rv.Kind == ladder.ReviewAudit && sim.Lane == ladder.LaneAuto)
-		}
-		if end.Before(since) {
-			continue
-		}
-		// The people's pins and unpins of the week, when they were made.
-		for len(pending) > 0 && !pending[0].At.After(end) {
-			c := pending[0]
-			pending = pending[1:]
-			w, iso := weekOf(c.At)
-			bs.Simulated = append(bs.Simulated, ladder.BacktestMove{Week: w, ISOWeek: iso, At: c.At, From: sim.Lane, To: c.To, Rule: c.Rule, Numbers: c.Numbers})
-			sim = sim.Changed(c.To, c.At)
-			sim.Pinned = c.Rule == rulePinned
-		}
-		in := RuleInput(st, sim, h.weeks[:weeksUpTo(h.weeks, end)], h.oc, end)
-		in.Sev1AuditFailure = auditSev1
-		res := rules.Evaluate(th, in)
-		if res.Move == nil {
-			continue
-		}
-		bs.Simulated = append(bs.Simulated, ladder.BacktestMove{Week: i + 1, ISOWeek: row.ISOWeek, At: end, From: res.Move.From, To: res.Move.To, Rule: res.Move.Rule, Numbers: roundNumbers(res.Move.Numbers)})
-		sim = sim.Changed(res.Move.To, end)
-	}
-	bs.EndSim = sim.Lane
-	return bs
+// event is one record a replay applies: a person's lane change, an
+// outcome or a review. At equal times they apply in that order.
+type event struct {
+	at      time.Time
+	order   int
+	change  *ladder.LaneChange
+	outcome *ladder.Outcome
+	review  *ladder.Review
 }
 
-// weeksUpTo returns how many of the sorted weeks start before end.
-func weeksUpTo(weeks []ladder.WeekAgg, end time.Time) int {
-	n := 0
-	for n < len(weeks) && weeks[n].WeekStart.Before(end) {
-		n++
+// backtestStep replays one step from its first record: in the lane its
+// first lane change left (or its lane now, when it never moved), entered
+// at its first record, at its starting audit rate.
+func (s *Service) backtestStep(st ladder.Step, key ladder.StepKey, h stepHistory, since time.Time, inForce, th ladder.Thresholds) (ladder.BacktestStep, error) {
+	bs := ladder.BacktestStep{Workspace: key.Workspace, Queue: st.Queue, Step: st.ID, Name: st.Name, Actual: []ladder.BacktestMove{}, Simulated: []ladder.BacktestMove{}, EndActual: h.state.Lane}
+	var events []event
+	for i := range h.changes {
+		if byPerson(h.changes[i]) {
+			events = append(events, event{at: h.changes[i].At, order: 0, change: &h.changes[i]})
+		}
 	}
-	return n
+	for i := range h.outcomes {
+		events = append(events, event{at: h.outcomes[i].At, order: 1, outcome: &h.outcomes[i]})
+	}
+	for i := range h.reviews {
+		events = append(events, event{at: h.reviews[i].At, order: 2, review: &h.reviews[i]})
+	}
+	slices.SortStableFunc(events, func(a, b event) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+
+	start := ladder.StepState{Workspace: key.Workspace, Queue: key.Queue, Step: key.Step, Lane: h.state.Lane, AuditRate: s.initialAuditRate(key.Workspace, st)}
+	if len(h.changes) > 0 {
+		start.Lane = h.changes[0].From
+	}
+	first := time.Time{}
+	if len(events) > 0 {
+		first = events[0].at
+	}
+	if len(h.changes) > 0 && (first.IsZero() || h.changes[0].At.Before(first)) {
+		first = h.changes[0].At
+	}
+	start.LaneSince, start.AuditRateSince = first, first
+	// A step pinned before its first record shows it by an unpin first.
+	for _, c := range h.changes {
+		if byPerson(c) {
+			start.Pinned = c.Rule == ruleUnpinned
+			break
+		}
+	}
+	weekOf := func(t time.Time) (int, string) {
+		iso, ws := ladder.ISOWeek(t)
+		_, fs := ladder.ISOWeek(first)
+		return weekIndex(fs, ws), iso
+	}
+	move := func(c ladder.LaneChange) ladder.BacktestMove {
+		w, iso := weekOf(c.At)
+		return ladder.BacktestMove{Week: w, ISOWeek: iso, At: c.At, From: c.From, To: c.To, Rule: c.Rule, Numbers: c.Numbers}
+	}
+	for _, c := range h.changes {
+		if !c.At.Before(since) {
+			bs.Actual = append(bs.Actual, move(c))
+		}
+	}
+
+	tx := memtx.New(start)
+	var oc ladder.OutcomeCounts
+	bs.StartLane = start.Lane
+	for _, e := range events {
+		after := !e.at.Before(since)
+		rules := inForce
+		if after {
+			rules = th
+		}
+		var change *ladder.LaneChange
+		switch {
+		case e.outcome != nil:
+			oc.Count(*e.outcome)
+			if err := tx.InsertOutcome(*e.outcome); err != nil {
+				return bs, err
+			}
+		case e.change != nil:
+			c := *e.change
+			lw := ladder.LaneWrite{Key: key, Change: ladder.LaneChange{ID: c.ID, At: c.At, To: c.To, Rule: c.Rule, Numbers: c.Numbers, Actor: c.Actor, Reason: c.Reason},
+				Pinned: c.Rule == rulePinned, Reason: c.Reason}
+			if c.Rule == ruleUnpinned {
+				lw.Change.To = "" // an unpin keeps the lane the replay is in
+			}
+			n := len(tx.LaneChanges(key))
+			if _, err := ladder.SetLaneTx(tx, lw, c.At); err != nil {
+				return bs, fmt.Errorf("%s at %s: %w", c.Rule, c.At, err)
+			}
+			if cs := tx.LaneChanges(key); len(cs) > n {
+				change = &cs[n]
+			}
+		default:
+			rv := *e.review
+			tx.AddRoute(ladder.Route{ID: rv.RouteID, Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step, Item: rv.Item})
+			week, weekStart := ladder.ISOWeek(rv.At)
+			var err error
+			_, change, err = ladder.RecordReviewTx(tx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart,
+				Decide: s.deciderWith(st, rules, oc, rv, rv.Reviewer)}, rv.At)
+			if err != nil {
+				return bs, fmt.Errorf("review %s: %w", rv.ID, err)
+			}
+		}
+		if !after {
+			bs.StartLane = tx.State(key).Lane // the lane at since
+		} else if change != nil {
+			bs.Simulated = append(bs.Simulated, move(*change))
+		}
+	}
+	bs.EndSim = tx.State(key).Lane
+	return bs, nil
 }

@@ -77,35 +77,33 @@ func BenchmarkEvidencePackMillionReviews(b *testing.B) {
 	_, thisWeek := ladder.ISOWeek(now)
 	first := thisWeek.AddDate(0, 0, -7*(weeks-1))
 	perWeek := total / weeks
-	var aggs []ladder.WeekAgg
-	for w := 0; w < weeks; w++ {
-		start := first.AddDate(0, 0, 7*w)
-		iso, _ := ladder.ISOWeek(start)
-		n := perWeek
-		if w == weeks-1 {
-			n = total - perWeek*(weeks-1)
-		}
-		aggs = append(aggs, ladder.WeekAgg{Workspace: key.Workspace, Queue: key.Queue, Step: key.Step, ISOWeek: iso, WeekStart: start, N: n, Agreements: n * 93 / 100})
-	}
-	if err := st.ImportHistory(ctx, ladder.History{Weeks: aggs}); err != nil {
-		b.Fatal(err)
-	}
+	// The reviews and their week rows are written as an import writes
+	// them (ImportTx), in batches.
 	for done := 0; done < total; done += batch {
-		h := ladder.History{Reviews: make([]ladder.Review, 0, batch)}
-		for i := done; i < done+batch; i++ {
-			w := i / perWeek
-			if w >= weeks {
-				w = weeks - 1
+		err := st.ImportRecords(ctx, func(tx ladder.ImportTx) error {
+			for i := done; i < min(done+batch, total); i++ {
+				w := min(i/perWeek, weeks-1)
+				at := first.AddDate(0, 0, 7*w).Add(time.Duration(i%perWeek) * time.Second)
+				v := ladder.VerdictAgree
+				if i%100 >= 93 {
+					v = ladder.VerdictDisagree
+				}
+				rv := ladder.Review{ID: fmt.Sprintf("rv_%d", i), RouteID: fmt.Sprintf("rt_%d", i), Workspace: key.Workspace, Queue: key.Queue, Step: key.Step,
+					Item: fmt.Sprintf("BILL-%d", i), Kind: ladder.ReviewShadow, Verdict: v, Reviewer: "bench", At: at}
+				if err := tx.InsertRoute(ladder.Route{ID: rv.RouteID, Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step, Item: rv.Item, Lane: ladder.LaneShadow, Decision: ladder.DecisionFor(ladder.LaneShadow), KeyID: "bench", At: at}); err != nil {
+					return err
+				}
+				iso, start := ladder.ISOWeek(at)
+				if err := tx.InsertReview(rv, iso, 0); err != nil {
+					return err
+				}
+				if err := tx.AddToWeek(ladder.CountDelta(rv, iso, start, 0)); err != nil {
+					return err
+				}
 			}
-			at := first.AddDate(0, 0, 7*w).Add(time.Duration(i%perWeek) * time.Second)
-			v := ladder.VerdictAgree
-			if i%100 >= 93 {
-				v = ladder.VerdictDisagree
-			}
-			h.Reviews = append(h.Reviews, ladder.Review{ID: fmt.Sprintf("rv_%d", i), RouteID: fmt.Sprintf("rt_%d", i), Workspace: key.Workspace, Queue: key.Queue, Step: key.Step,
-				Item: fmt.Sprintf("BILL-%d", i), Kind: ladder.ReviewShadow, Verdict: v, Reviewer: "bench", At: at})
-		}
-		if err := st.ImportHistory(ctx, h); err != nil {
+			return nil
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -90,10 +90,11 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 	digest := hex.EncodeToString(sum[:])
 	now := ladder.NormTime(s.now())
 	var refused []ladder.ImportRowError
-	err = s.store.ImportRecords(ctx, func(tx ladder.ImportTx) error {
+	err = s.store.ImportRecords(ctx, func(stx ladder.ImportTx) error {
 		// A batch run again (after a deadlock) starts from the stored
 		// counts again.
 		refused = nil
+		tx := newImportTx(stx)
 		for _, k := range order {
 			is := steps[k]
 			// The step's record is read after its state is locked, inside
@@ -125,6 +126,9 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 				refused = append(refused, *rowErr)
 				return errImportRefused
 			}
+		}
+		if err := tx.flush(); err != nil {
+			return err
 		}
 		res := importSummary(req.Workspace, len(rows), digest, order, steps)
 		e, err := ladder.NewAuditEntry(req.Workspace, p.KeyID, ladder.AuditHistoryImport, "imp_"+digest[:16], now, map[string]any{
@@ -199,11 +203,8 @@ func (s *Service) importRow(tx ladder.ImportTx, p ladder.Principal, r ladder.Imp
 		if err := tx.InsertOutcome(o); err != nil {
 			return nil, fmt.Errorf("line %d: outcome: %w", r.Line, err)
 		}
-		fail := 0
-		if !o.OK {
-			fail = 1
-		}
-		is.oc.Add(o.HandledBy, 1, fail)
+		// The decider of each later row sees this outcome counted.
+		is.oc.Count(o)
 		is.sum.Outcomes++
 		return nil, nil
 	}

@@ -24,15 +24,7 @@ func (s *Service) InitialStates() []ladder.StepState {
 	var out []ladder.StepState
 	for _, wid := range s.order {
 		for _, st := range s.Steps(wid, "") {
-			th := s.thresholdsFor(wid, st)
-			rate := st.AuditRate
-			if rate == 0 {
-				vol := float64(st.WeeklyVolume)
-				if vol <= 0 {
-					vol = 100
-				}
-				rate = rules.InitialAuditRate(st.Class, th.AutoLower, vol)
-			}
+			rate := s.initialAuditRate(wid, st)
 			lane := st.StartLane
 			if lane == "" {
 				lane = ladder.LaneShadow
@@ -41,6 +33,19 @@ func (s *Service) InitialStates() []ladder.StepState {
 		}
 	}
 	return out
+}
+
+// initialAuditRate is the audit rate a step starts with: the config's, or
+// the one its rules and weekly volume give (rules.InitialAuditRate).
+func (s *Service) initialAuditRate(workspace string, st ladder.Step) float64 {
+	if st.AuditRate != 0 {
+		return st.AuditRate
+	}
+	vol := float64(st.WeeklyVolume)
+	if vol <= 0 {
+		vol = 100
+	}
+	return rules.InitialAuditRate(st.Class, s.thresholdsFor(workspace, st).AutoLower, vol)
 }
 
 func (s *Service) thresholdsFor(workspace string, st ladder.Step) ladder.Thresholds {
@@ -258,7 +263,11 @@ func reviewEntry(rv ladder.Review, actor string) (ladder.AuditEntry, error) {
 // Both paths build it here, so an imported history is decided exactly as
 // the same reviews recorded one by one would have been.
 func (s *Service) decider(st ladder.Step, oc ladder.OutcomeCounts, rv ladder.Review, actor string) ladder.ReviewDecider {
-	th := s.thresholdsFor(rv.Workspace, st)
+	return s.deciderWith(st, s.thresholdsFor(rv.Workspace, st), oc, rv, actor)
+}
+
+// deciderWith is decider under thresholds th (a backtest's other rules).
+func (s *Service) deciderWith(st ladder.Step, th ladder.Thresholds, oc ladder.OutcomeCounts, rv ladder.Review, actor string) ladder.ReviewDecider {
 	return func(state ladder.StepState, weeks []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
 		return s.applyRules(st, th, state, weeks, oc, rv, actor)
 	}

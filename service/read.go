@@ -12,10 +12,11 @@ import (
 // store, scoped to the caller's workspace here, once, so no surface reaches
 // around the service to the store.
 
-// ImportHistory bulk-loads recorded history (the demo's weeks, a
-// migration) in one durable write.
-func (s *Service) ImportHistory(ctx context.Context, h ladder.History) error {
-	return storeErr("import history", s.store.ImportHistory(ctx, h))
+// EnsureSteps stores the state of every step that has none yet (the demo
+// stores its steps as their history starts them, before the history is
+// imported); existing states are kept.
+func (s *Service) EnsureSteps(ctx context.Context, states []ladder.StepState) error {
+	return storeErr("ensure steps", s.store.EnsureSteps(ctx, states))
 }
 
 // StepStates returns the live state of every step of a workspace.

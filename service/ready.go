@@ -302,13 +302,6 @@ func (o *observedStore) RecordOutcome(ctx context.Context, out ladder.Outcome, a
 	return err
 }
 
-// ImportHistory implements ladder.Store.
-func (o *observedStore) ImportHistory(ctx context.Context, h ladder.History) error {
-	err := o.Store.ImportHistory(ctx, h)
-	o.w.note(err)
-	return err
-}
-
 // ImportRecords implements ladder.Store.
 func (o *observedStore) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) error) error {
 	err := o.Store.ImportRecords(ctx, fn)

@@ -580,99 +580,31 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 	return oc, nil
 }
 
-// ImportHistory bulk-loads history in one transaction: step states replace
-// existing ones, aggregates are added to existing rows, lane changes,
-// routes (unless the item has one), reviews and outcomes are inserted and
-// audit is appended. Imported reviews are taken to be counted in the
-// imported aggregates already (an adjudication may later replace them).
-func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
-	err := s.write(ctx, func(w *wtx) error { return w.importHistory(h) })
+// Outcomes returns a step's outcomes, oldest first.
+func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcome, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT id, workspace, queue, step, item, handled_by, ok, at FROM outcomes
+		WHERE workspace = ? AND queue = ? AND step = ? ORDER BY at, rowid`, k.Workspace, k.Queue, k.Step)
 	if err != nil {
-		return fmt.Errorf("import history: %w", err)
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
 	}
-	return nil
-}
-
-func (w *wtx) importHistory(h ladder.History) error {
-	epochs := map[ladder.StepKey]int{}
-	for _, st := range h.States {
-		st = st.Initial()
-		if err := w.putState(st, `ON CONFLICT (workspace, queue, step) DO UPDATE SET
-			lane = excluded.lane, lane_since = excluded.lane_since, epoch = excluded.epoch, pinned = excluded.pinned,
-			pin_reason = excluded.pin_reason, audit_rate = excluded.audit_rate, last_sev1_at = excluded.last_sev1_at,
-			last_audit_fail_at = excluded.last_audit_fail_at, audit_rate_since = excluded.audit_rate_since,
-			version = step_states.version + 1,
-			lane_epoch = MAX(excluded.lane_epoch, step_states.lane_epoch + 1)`); err != nil {
-			return fmt.Errorf("state %s/%s: %w", st.Queue, st.Step, err)
+	out, err := collect(rows, func(r scanner) (ladder.Outcome, error) {
+		var (
+			o  ladder.Outcome
+			ok int
+			at string
+		)
+		if err := r.Scan(&o.ID, &o.Workspace, &o.Queue, &o.Step, &o.Item, &o.HandledBy, &ok, &at); err != nil {
+			return o, err
 		}
-		epochs[ladder.StepKey{Workspace: st.Workspace, Queue: st.Queue, Step: st.Step}] = st.Epoch
+		o.OK = ok != 0
+		var err error
+		o.At, err = parseTime(at)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outcomes: %w", s.mapErr(err))
 	}
-	for _, a := range h.Weeks {
-		k := ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step}
-		d := ladder.WeekDelta{Key: k, Week: a.ISOWeek, WeekStart: a.WeekStart, Epoch: a.Epoch, Counts: a, Create: true}
-		if err := w.AddToWeek(d); err != nil {
-			return fmt.Errorf("week %s %s: %w", a.Step, a.ISOWeek, err)
-		}
-	}
-	for _, c := range h.LaneChanges {
-		c = c.For(ladder.StepKey{Workspace: c.Workspace, Queue: c.Queue, Step: c.Step}, c.From, w.s.now())
-		if err := w.insertLaneChange(c, ""); err != nil {
-			return fmt.Errorf("lane change %s: %w", c.ID, err)
-		}
-	}
-	for _, r := range h.Routes {
-		if r.ID == "" {
-			r.ID = ladder.NewID("rt")
-		}
-		if err := w.insertRoute(r, "ON CONFLICT DO NOTHING"); err != nil {
-			return fmt.Errorf("route %s: %w", r.ID, err)
-		}
-	}
-	for _, rv := range h.Reviews {
-		if err := w.importReview(rv, epochs); err != nil {
-			return fmt.Errorf("review %s: %w", rv.ID, err)
-		}
-	}
-	for _, o := range h.Outcomes {
-		if err := w.insertOutcome(o); err != nil {
-			return fmt.Errorf("outcome %s: %w", o.ID, err)
-		}
-	}
-	if len(h.Reviews) > 0 {
-		// Imported reviews close the shadow proposals of their routes, as
-		// recorded ones do; only open rows are looked at.
-		if _, err := w.exec(`UPDATE approvals SET open_shadow = NULL WHERE open_shadow IS NOT NULL
-			AND EXISTS (SELECT 1 FROM reviews r WHERE r.route_id = approvals.route_id)`); err != nil {
-			return fmt.Errorf("close reviewed shadow proposals: %w", err)
-		}
-	}
-	if _, err := w.appendAudit(h.Audit...); err != nil {
-		return err
-	}
-	return nil
-}
-
-func (w *wtx) importReview(rv ladder.Review, epochs map[ladder.StepKey]int) error {
-	if rv.ID == "" {
-		rv.ID = ladder.NewID("rv")
-	}
-	week, _ := ladder.ISOWeek(rv.At)
-	k := ladder.StepKey{Workspace: rv.Workspace, Queue: rv.Queue, Step: rv.Step}
-	epoch, ok := epochs[k]
-	if !ok {
-		if st, err := w.getState(k); err == nil {
-			epoch = st.Epoch
-		}
-		epochs[k] = epoch
-	}
-	if rv.Adjudication {
-		// The adjudication is the verdict that counts; the earlier review
-		// of its route, imported before it, no longer does.
-		if _, err := w.exec(`UPDATE reviews SET counted = 0 WHERE route_id = ? AND counted = 1`, rv.RouteID); err != nil {
-			return err
-		}
-	}
-	return w.InsertReview(rv, week, epoch)
+	return out, nil
 }
 
 // ImportRecords runs fn in one transaction of the one writer; an error from

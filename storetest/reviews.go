@@ -472,6 +472,24 @@ func testOutcomes(t *testing.T, s ladder.Store) {
 		t.Errorf("OutcomeCounts of another workspace (-want +got):\n%s", diff)
 	}
 	wantAuditKinds(t, s, map[string]int{ladder.AuditOutcome: 13})
+
+	// Outcomes lists the step's outcomes oldest first, as stored, for a
+	// backtest to replay.
+	got := must(s.Outcomes(ctx, stepKey))
+	if len(got) != 8 {
+		t.Fatalf("Outcomes: %d, want the step's 8", len(got))
+	}
+	for i, o := range got {
+		if o.Workspace != wsA || o.Step != "post_tms" || o.ID == "" || o.Item == "" || (i > 0 && o.At.Before(got[i-1].At)) {
+			t.Errorf("Outcomes[%d] = %+v, out of order or not the step's", i, o)
+		}
+	}
+	if o := got[len(got)-1]; o.Item != "post_tms-agent-true-2" || o.HandledBy != ladder.HandledByAgent || !o.OK || !o.At.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("the latest outcome = %+v, want the third good agent-handled one", o)
+	}
+	if got := must(s.Outcomes(ctx, ladder.StepKey{Workspace: wsB, Queue: "bills", Step: "post_tms"})); len(got) != 0 {
+		t.Errorf("Outcomes of another workspace: %+v", got)
+	}
 }
 
 // testAdjudicationSev1Clock: an adjudication replaces the verdict it

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +65,6 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 		{"SetLane", testSetLane},
 		{"ReviewsFilters", testReviewsFilters},
 		{"Outcomes", testOutcomes},
-		{"ImportHistory", testImportHistory},
 		{"ImportRecords", testImportRecords},
 		{"Ping", testPing},
 	}
@@ -573,127 +571,6 @@ func testEnsureSteps(t *testing.T, s ladder.Store) {
 	}
 	if got := must(s.ListStepStates(ctx, "ws-none")); len(got) != 0 {
 		t.Errorf("ListStepStates unknown workspace = %+v, want none", got)
-	}
-}
-
-// history builds the demo's kind of load: weeks of aggregates for three
-// steps, lane changes, routes with reviews, outcomes and audit.
-func history(t *testing.T, weeks int, lane ladder.Lane) ladder.History {
-	var h ladder.History
-	steps := []string{"post_tms", "read_bill", "match_rate"}
-	start := t0.AddDate(0, 0, -7*weeks)
-	for _, step := range steps {
-		k := ladder.StepKey{Workspace: wsA, Queue: "bills", Step: step}
-		st := stateOf(k, lane)
-		st.Epoch = 1
-		h.States = append(h.States, st)
-		for w := range weeks {
-			at := start.AddDate(0, 0, 7*w)
-			iso, ws := ladder.ISOWeek(at)
-			h.Weeks = append(h.Weeks, ladder.WeekAgg{Workspace: wsA, Queue: "bills", Step: step, ISOWeek: iso, WeekStart: ws,
-				Epoch: 1, N: 100 + w, Agreements: 95 + w, AuditN: 10, AuditAgree: 9, OpN: 4, OpErrors: 1})
-		}
-		h.LaneChanges = append(h.LaneChanges,
-			ladder.LaneChange{ID: "lc_" + step + "_1", Workspace: wsA, Queue: "bills", Step: step, At: start, From: ladder.LaneHumanOnly,
-				To: ladder.LaneShadow, Rule: "config", Numbers: map[string]float64{}, Actor: "system"},
-			ladder.LaneChange{ID: "lc_" + step + "_2", Workspace: wsA, Queue: "bills", Step: step, At: start.AddDate(0, 0, 14),
-				From: ladder.LaneShadow, To: lane, Rule: "shadow_to_propose", Numbers: map[string]float64{"n": 150, "wilson_lower": 0.951}, Actor: "system"})
-		for i := range 400 {
-			at := start.Add(time.Duration(i) * time.Hour)
-			r := newRoute(fmt.Sprintf("rt_%s_%d", step, i), wsA, fmt.Sprintf("bill-%d", i), at)
-			r.Step = step
-			h.Routes = append(h.Routes, r)
-			verdict := ladder.VerdictAgree
-			if i%10 == 0 {
-				verdict = ladder.VerdictDisagree
-			}
-			h.Reviews = append(h.Reviews, ladder.Review{ID: fmt.Sprintf("rv_%s_%d", step, i), RouteID: r.ID, Workspace: wsA,
-				Queue: "bills", Step: step, Item: r.Item, Kind: ladder.ReviewShadow, Verdict: verdict, Reviewer: "k_human", At: at})
-			by := ladder.HandledByAgent
-			if i%2 == 1 {
-				by = ladder.HandledByPerson
-			}
-			h.Outcomes = append(h.Outcomes, ladder.Outcome{ID: fmt.Sprintf("oc_%s_%d", step, i), Workspace: wsA, Queue: "bills",
-				Step: step, Item: r.Item, HandledBy: by, OK: i%20 != 0, At: at})
-		}
-	}
-	for i := range 100 {
-		h.Audit = append(h.Audit, entry(t, wsA, ladder.AuditReview, fmt.Sprint(i), start.Add(time.Duration(i)*time.Minute), map[string]int{"i": i}))
-	}
-	return h
-}
-
-func testImportHistory(t *testing.T, s ladder.Store) {
-	ctx := t.Context()
-	// A state that exists before the import is replaced.
-	check(t, s.EnsureSteps(ctx, []ladder.StepState{stateOf(stepKey, ladder.LaneShadow)}))
-	h := history(t, 14, ladder.LanePropose)
-
-	began := time.Now()
-	check(t, s.ImportHistory(ctx, h))
-	took := time.Since(began)
-	rows := len(h.States) + len(h.Weeks) + len(h.LaneChanges) + len(h.Routes) + len(h.Reviews) + len(h.Outcomes) + len(h.Audit)
-	t.Logf("imported %d rows in %v", rows, took)
-	// The demo seeds 14 weeks at start-up, so this must be quick. The bound
-	// is loose (the sqlite backend takes tens of milliseconds) and off
-	// under the race detector.
-	if took > 2*time.Second && !raceEnabled {
-		t.Errorf("ImportHistory of %d rows took %v", rows, took)
-	}
-
-	var wantWeeks []ladder.WeekAgg
-	for _, w := range h.Weeks {
-		if w.Step == stepKey.Step {
-			wantWeeks = append(wantWeeks, w)
-		}
-	}
-	if diff := cmp.Diff(wantWeeks, must(s.WeekAggs(ctx, stepKey))); diff != "" {
-		t.Errorf("WeekAggs (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(h.LaneChanges[:2], must(s.LaneChanges(ctx, stepKey))); diff != "" {
-		t.Errorf("LaneChanges (-want +got):\n%s", diff)
-	}
-	// The state that existed is replaced in a new lane epoch: no route made
-	// before the import is permission after it.
-	wantStates := slices.Clone(h.States)
-	for i := range wantStates {
-		if wantStates[i].Step == stepKey.Step {
-			wantStates[i].LaneEpoch = 1
-		}
-	}
-	if diff := cmp.Diff(wantStates, must(s.ListStepStates(ctx, wsA)), ignoreVersion); diff != "" {
-		t.Errorf("states (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(ladder.OutcomeCounts{AgentN: 200, AgentFailures: 20, PersonN: 200}, must(s.OutcomeCounts(ctx, stepKey))); diff != "" {
-		t.Errorf("OutcomeCounts (-want +got):\n%s", diff)
-	}
-	if n := len(must(s.Reviews(ctx, ladder.ReviewQuery{Key: stepKey, Disagreement: true}))); n != 40 {
-		t.Errorf("imported disagreements = %d, want 40", n)
-	}
-	r := h.Routes[0]
-	if diff := cmp.Diff(r, must(s.GetRoute(ctx, wsA, r.ID))); diff != "" {
-		t.Errorf("imported route (-want +got):\n%s", diff)
-	}
-	wantAuditKinds(t, s, map[string]int{ladder.AuditReview: 100})
-
-	// Aggregates are added: importing a week again adds to its row.
-	last := h.Weeks[13]
-	more := ladder.History{Weeks: []ladder.WeekAgg{{Workspace: wsA, Queue: "bills", Step: last.Step, ISOWeek: last.ISOWeek,
-		WeekStart: last.WeekStart, Epoch: last.Epoch, N: 5, Agreements: 5}}}
-	check(t, s.ImportHistory(ctx, more))
-	got := must(s.WeekAggs(ctx, stepKey))
-	if n := got[len(got)-1]; n.N != last.N+5 || n.Agreements != last.Agreements+5 {
-		t.Errorf("week %s after a second import: n %d agreements %d, want %d and %d", last.ISOWeek, n.N, n.Agreements, last.N+5, last.Agreements+5)
-	}
-
-	// A live review after the import counts in the imported epoch and
-	// may adjudicate an imported review.
-	adj := review(t, "rv_adj", r, t0, ladder.ReviewShadow, ladder.VerdictAgree, keep)
-	adj.Review.Adjudication = true
-	st, _, err := s.RecordReview(ctx, adj)
-	check(t, err)
-	if st.Epoch != 1 || st.Lane != ladder.LanePropose {
-		t.Errorf("state after review: %+v, want the imported propose in epoch 1", st)
 	}
 }
 

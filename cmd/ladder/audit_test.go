@@ -68,7 +68,7 @@ func TestAuditCLIServer(t *testing.T) {
 	if err != nil || !strings.Contains(out, "audit chain intact") {
 		t.Errorf("verify: %v\n%s", err, out)
 	}
-	out, _, err = runCLI(t, human, "audit", "export", "--format", "csv", "--step", "read_bill")
+	out, _, err = runCLI(t, human, "audit", "export", "--format", "csv", "--step", "read_bill", "--kind", "route")
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestAuditCLILocal(t *testing.T) {
 		t.Errorf("export: %d records of %d workspaces, the store holds %d (%v)", v.Count(), len(workspaces), total, err)
 	}
 
-	out, _, err = runCLI(t, nil, "audit", "list", "--db", db, "--workspace", "vantrow-bills", "--step", "read_bill", "--json")
+	out, _, err = runCLI(t, nil, "audit", "list", "--db", db, "--workspace", "vantrow-bills", "--step", "read_bill", "--kind", "route", "--json")
 	var page ladder.AuditPage
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Records) != 4 {
 		t.Errorf("local list: %v, %d records\n%s", err, len(page.Records), out)

@@ -124,7 +124,7 @@ func cmdBacktest(ctx context.Context, e env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, all)
 	}
-	fmt.Fprintf(e.stdout, "Replaying recorded reviews week by week since %s.\n", since.Format("2006-01-02"))
+	fmt.Fprintf(e.stdout, "Replaying the recorded reviews, outcomes, pins and unpins one by one; moves since %s.\n", since.Format("2006-01-02"))
 	for _, s := range all {
 		if len(s.Actual) == 0 && len(s.Simulated) == 0 {
 			continue

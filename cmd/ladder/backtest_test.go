@@ -21,7 +21,7 @@ func TestBacktest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := openStack(context.Background(), cfg, db, func(string) string { return "" }, newLogger(&strings.Builder{}))
+	st, err := openStackWith(context.Background(), cfg, db, func(string) string { return "" }, newLogger(&strings.Builder{}), stackOptions{noSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}

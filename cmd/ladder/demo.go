@@ -65,7 +65,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "ladder.db")
 	}
-	st, err := openStack(ctx, cfg, path, e.getenv, log)
+	st, err := openStackWith(ctx, cfg, path, e.getenv, log, stackOptions{noSteps: true})
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,9 @@ type stackOptions struct {
 	// readOnly opens the database read-only: a missing SQLite file is an
 	// error naming it, and nothing is migrated or written.
 	readOnly bool
+	// noSteps stores no step states: the demo stores them itself, as its
+	// history starts them (demo.Seed).
+	noSteps bool
 	// warn, when set, gets the start-up warnings instead of the logger: a
 	// command run by a person prints them as one plain line each.
 	warn func(msg string)

@@ -39,9 +39,9 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 	if err != nil {
 		return nil, err
 	}
-	if o.readOnly {
+	if o.readOnly || o.noSteps {
 		// The steps' states are the database's; a read-only command adds
-		// none.
+		// none, and the demo adds them with its history.
 		return svc, nil
 	}
 	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {

@@ -414,12 +414,12 @@ func (s *Store) OutcomeCounts(ctx context.Context, k ladder.StepKey) (ladder.Out
 	return s.next.OutcomeCounts(ctx, k)
 }
 
-// ImportHistory implements ladder.Store.
-func (s *Store) ImportHistory(ctx context.Context, h ladder.History) error {
-	if err := s.write(ctx); err != nil {
-		return err
+// Outcomes implements ladder.Store.
+func (s *Store) Outcomes(ctx context.Context, k ladder.StepKey) ([]ladder.Outcome, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
 	}
-	return s.next.ImportHistory(ctx, h)
+	return s.next.Outcomes(ctx, k)
 }
 
 // RecordGateDecision implements ladder.Store.

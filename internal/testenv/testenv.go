@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -148,10 +149,23 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		clock = &Clock{t: time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)}
 	}
 	open := opts.OpenStore
+	seeded := false
 	if open == nil {
 		dbPath := opts.DBPath
 		if dbPath == "" {
 			dbPath = filepath.Join(t.TempDir(), "ladder.db")
+		}
+		if opts.Seed {
+			// The demo's history is seeded once per test binary, config
+			// and clock, into a template database each test copies.
+			tpl, err := seededTemplate(t, data, clock.Now())
+			if err != nil {
+				t.Fatalf("seed the demo: %v", err)
+			}
+			if err := os.WriteFile(dbPath, tpl, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			seeded = true
 		}
 		open = func(now func() time.Time) (ladder.Store, error) {
 			return sqlite.Open(context.Background(), dbPath, sqlite.Options{Now: now})
@@ -180,6 +194,12 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() }) // before the store closes
+	if opts.Seed && !seeded {
+		// The demo stores its steps' states as its history starts them.
+		if err := demo.Seed(context.Background(), svc, clock.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := st.EnsureSteps(context.Background(), svc.InitialStates()); err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +208,9 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.Seed {
-		if err := demo.Seed(context.Background(), svc, clock.Now(), nil); err != nil {
+	if opts.Seed && opts.Work {
+		if _, err := demo.SeedWork(context.Background(), svc); err != nil {
 			t.Fatal(err)
-		}
-		if opts.Work {
-			if _, err := demo.SeedWork(context.Background(), svc); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight,
@@ -212,6 +227,66 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		}
 	}
 	return e
+}
+
+// templates holds the seeded demo databases of this test binary, by config
+// and clock reading: the history takes seconds to import, and 25 tests
+// start on it.
+var templates sync.Map // templateKey → *template
+
+type templateKey struct {
+	config string
+	now    time.Time
+}
+
+type template struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// seededTemplate returns the bytes of a SQLite database holding the demo's
+// history seeded at now under the config, made on first use.
+func seededTemplate(t testing.TB, config []byte, now time.Time) ([]byte, error) {
+	v, _ := templates.LoadOrStore(templateKey{string(config), now}, &template{})
+	tpl := v.(*template)
+	tpl.once.Do(func() { tpl.data, tpl.err = seedTemplate(config, now) })
+	return tpl.data, tpl.err
+}
+
+// seedTemplate seeds the demo into a fresh database and returns its file.
+func seedTemplate(data []byte, now time.Time) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "ladder-testenv-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "ladder.db")
+	cfg, err := config.Parse("test.yaml", data)
+	if err != nil {
+		return nil, err
+	}
+	clock := func() time.Time { return now }
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: clock})
+	if err != nil {
+		return nil, err
+	}
+	parts := cfg.Parts()
+	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: []byte("test-secret"), Now: clock, Gates: parts.Gates})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	err = demo.Seed(context.Background(), svc, now, nil)
+	svc.Close()
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Closing the last connection checkpoints the WAL into the file.
+	return os.ReadFile(path)
 }
 
 // DemoPool starts the demo's stand-in upstream and returns an executor pool
