@@ -30,7 +30,11 @@ type fakeIssuer struct {
 	key       *rsa.PrivateKey
 	kid       string
 	jwksFetch atomic.Int64
+	srv       *httptest.Server
 }
+
+// closeServer stops serving discovery and keys: the issuer is down.
+func (f *fakeIssuer) closeServer() { f.srv.Close() }
 
 func newFakeIssuer(t *testing.T) *fakeIssuer {
 	t.Helper()
@@ -56,7 +60,7 @@ func newFakeIssuer(t *testing.T) *fakeIssuer {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f.URL, f.srv = srv.URL, srv
 	return f
 }
 

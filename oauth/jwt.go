@@ -56,7 +56,7 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string, now time.Time) (
 	if is == nil {
 		return ladder.Principal{}, time.Time{}, tokenInvalid("The access token's issuer %q is not one this server trusts.", clip(unverified.Issuer))
 	}
-	return is.checkJWT(ctx, tok, is, now)
+	return is.checkJWT(ctx, tok, is.src, now)
 }
 
 // checkJWT verifies tok's signature with a key from keys and checks its

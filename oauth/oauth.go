@@ -120,7 +120,9 @@ func New(opts Options) *Verifier {
 		v.minRefresh = DefaultMinRefresh
 	}
 	for _, is := range opts.Identity.Issuers {
-		v.issuers = append(v.issuers, &issuer{cfg: is, v: v})
+		i := &issuer{cfg: is, v: v}
+		i.src = i
+		v.issuers = append(v.issuers, i)
 	}
 	return v
 }
@@ -309,6 +311,9 @@ func tokenInvalid(format string, args ...any) *ladder.Error {
 type issuer struct {
 	cfg ladder.Issuer
 	v   *Verifier
+	// src finds verification keys: the issuer itself (its JWKS), or a
+	// fixed set in the fuzz target.
+	src keySource
 
 	mu          sync.Mutex
 	provider    *oidc.Provider
@@ -360,4 +365,27 @@ func (v *Verifier) Provider(ctx context.Context, name string) (*oidc.Provider, e
 		}
 	}
 	return nil, errors.New("no such issuer")
+}
+
+// MapPerson maps the claims of an ID token the console verified (see
+// package console's OpenID Connect sign-in) to a principal by the rules of
+// issuer name. The client id is the console's; required scopes are for
+// access tokens and do not apply.
+func (v *Verifier) MapPerson(name string, all map[string]any) (ladder.Principal, error) {
+	for _, is := range v.issuers {
+		if is.cfg.Name != name || is.cfg.Console == nil {
+			continue
+		}
+		c := is.tokenClaims(all)
+		c.ClientID = is.cfg.Console.ClientID
+		if c.Subject == "" || len(c.Subject) > maxClaimLen {
+			return ladder.Principal{}, tokenInvalid("The ID token has no usable sub claim.")
+		}
+		ws, kind, merr := ladder.MapToken(is.cfg, c)
+		if merr != nil {
+			return ladder.Principal{}, merr
+		}
+		return ladder.Principal{KeyID: ladder.TokenActor(is.cfg.Name, c.ClientID, c.Subject), Workspace: ws, Kind: kind, Subject: c.Subject, ClientID: c.ClientID}, nil
+	}
+	return ladder.Principal{}, tokenInvalid("No issuer %q with console sign-in is configured.", name)
 }
