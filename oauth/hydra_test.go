@@ -126,6 +126,12 @@ func freePort(t *testing.T) int {
 // admin calls Hydra's admin API and decodes the answer into out.
 func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
 	t.Helper()
+	if err := h.adminDo(method, path, body, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *hydra) adminDo(method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		data, _ := json.Marshal(body)
@@ -135,18 +141,19 @@ func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		t.Fatalf("hydra %s %s: %d %s", method, path, resp.StatusCode, data)
+		return fmt.Errorf("hydra %s %s: %d %s", method, path, resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("hydra %s %s: %v: %s", method, path, err, data)
+			return fmt.Errorf("hydra %s %s: %v: %s", method, path, err, data)
 		}
 	}
+	return nil
 }
 
 // client registers an OAuth client and returns its id and secret.

@@ -206,7 +206,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}
+	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret"), SSO: verifier})}
 	if verifier != nil {
 		mounts[oauth.MetadataPath] = verifier.MetadataHandler()
 		mounts[oauth.MetadataPath+"/mcp"] = verifier.MetadataHandler()
