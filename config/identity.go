@@ -25,6 +25,7 @@ func (b *builder) identity(fi *fileIdentity, cfg *Config) *ladder.Identity {
 		b.fail("identity.issuers", "no issuers are declared; expected at least one trusted authorization server, or no identity section")
 	}
 	names, urls := map[string]string{}, map[string]string{}
+	introspector := ""
 	for i := range fi.Issuers {
 		fis := &fi.Issuers[i]
 		at := fmt.Sprintf("identity.issuers[%d]", i)
@@ -58,6 +59,10 @@ func (b *builder) identity(fi *fileIdentity, cfg *Config) *ladder.Identity {
 			is.Scopes = append(is.Scopes, sc)
 		}
 		if in := fis.Introspection; in != nil {
+			if introspector != "" {
+				b.fail(at+".introspection", "%s has introspection already; only one issuer may introspect, since an opaque token does not say whose it is and would be sent to every issuer's endpoint", introspector)
+			}
+			introspector = at
 			b.serverURL(at+".introspection.url", in.URL, "https://login.example.com/oauth2/introspect")
 			switch {
 			case in.ClientID != "" && in.ClientSecretEnv == "":

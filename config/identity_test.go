@@ -122,3 +122,19 @@ func TestIdentityResourceMustBeHTTPS(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestIdentityOneIntrospector: an opaque token does not say whose it is,
+// so only one issuer may introspect (it is never sent to another).
+func TestIdentityOneIntrospector(t *testing.T) {
+	got := parseErrs(t, with(
+		"server: {public_url: https://ladder.example.com}", // 8
+		"identity:",  // 9
+		"  issuers:", // 10
+		"    - {name: a, issuer: https://a.example.com, introspection: {url: https://a.example.com/i}, rules: [{client_id: x, workspace: ws, kind: agent}]}", // 11
+		"    - {name: b, issuer: https://b.example.com, introspection: {url: https://b.example.com/i}, rules: [{client_id: y, workspace: ws, kind: agent}]}", // 12
+	))
+	want := []string{`t.yaml:12: identity.issuers[1].introspection: identity.issuers[0] has introspection already; only one issuer may introspect, since an opaque token does not say whose it is and would be sent to every issuer's endpoint`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

@@ -178,29 +178,14 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (lad
 	if strings.Count(token, ".") == 2 {
 		return v.verifyJWT(ctx, token, now)
 	}
+	// An opaque token: the one issuer that introspects (config allows no
+	// more, so a token is never shown to another issuer).
 	for _, is := range v.issuers {
 		if is.cfg.Introspection != nil {
-			p, until, err := is.introspect(ctx, token, now)
-			if ladder.ErrorCode(err) == ladder.CodeKeyInvalid && len(v.introspectors()) > 1 {
-				continue // another issuer may know it
-			}
-			return p, until, err
+			return is.introspect(ctx, token, now)
 		}
-	}
-	if len(v.introspectors()) > 0 {
-		return ladder.Principal{}, time.Time{}, tokenInvalid("No trusted issuer's introspection endpoint knows the access token as active.")
 	}
 	return ladder.Principal{}, time.Time{}, tokenInvalid("The bearer token is neither a ladder key nor a JWT access token.")
-}
-
-func (v *Verifier) introspectors() []*issuer {
-	var out []*issuer
-	for _, is := range v.issuers {
-		if is.cfg.Introspection != nil {
-			out = append(out, is)
-		}
-	}
-	return out
 }
 
 func (v *Verifier) issuerByURL(url string) *issuer {
