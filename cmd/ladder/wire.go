@@ -82,7 +82,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	if err != nil {
 		return nil, err
 	}
-	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}
+	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv, SSO: st.tokens})}
 	if st.tokens != nil {
 		meta := st.tokens.MetadataHandler()
 		mounts[oauth.MetadataPath] = meta
