@@ -40,6 +40,7 @@ var passedThrough = map[string][]string{
 	"service/gate.go":      {"msg"}, // unknownCase and the unknown function: sentences built just above
 	"service/limits.go":    {"msg"},
 	"oauth/oauth.go":       {"fmt.Sprintf(format, args...)"}, // tokenInvalid: its callers' formats are checked
+	"console/oidc.go":      {"msg", "e.Message"},             // refuse's literal sentences just below it; oauth's mapping refusal
 	"upstream/upstream.go": {"msg"},
 	"client/mcp.go":        {"strings.TrimSpace(msg)", "msg"},
 	"gateway/gateway.go":   {"c.err.Message", "e.Message"},

@@ -160,6 +160,10 @@ func isoConsoleRows() []isoConsoleRow {
 		{pattern: "GET /console/signin", public: true, list: isoCGet("/console/signin")},
 		{pattern: "POST /console/signin"},  // TestIsolationConsoleSignin
 		{pattern: "POST /console/signout"}, // TestIsolationConsoleSignin
+		// Single sign-on: a session's workspace comes from the identity
+		// rules (oauth/sso_browser_test.go, TestHydraConsoleSignIn).
+		{pattern: "GET /console/oidc/{issuer}/start"},
+		{pattern: "GET /console/oidc/{issuer}/callback"},
 		{pattern: "GET /console/inbox", list: isoCGet("/console/inbox")},
 		{pattern: "GET /console/approvals/{id}", probes: []isoProbe{pApproval, pEastAppr}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/approvals/" + v, nil
