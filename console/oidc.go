@@ -182,3 +182,28 @@ func clipText(s string) string {
 		return r
 	}, s)
 }
+
+// ssoStillAllows reports whether a single sign-on session may go on under
+// the identity config now in force: its issuer still has console sign-in
+// and a human rule for the session's workspace. A restart with an issuer
+// or its human rules removed so ends the sessions it had started, rather
+// than leaving them to run out their time.
+func (h *Handler) ssoStillAllows(se ladder.Session) bool {
+	if h.sso == nil {
+		return false
+	}
+	// The actor is oauth:<issuer>:<client>:<subject>; issuer names hold
+	// no colon.
+	rest, _ := strings.CutPrefix(se.KeyID, "oauth:")
+	name, _, _ := strings.Cut(rest, ":")
+	is, ok := h.sso.IssuerByName(name)
+	if !ok || is.Console == nil {
+		return false
+	}
+	for _, r := range is.Rules {
+		if r.Kind == ladder.KeyHuman && r.Workspace == se.Workspace {
+			return true
+		}
+	}
+	return false
+}

@@ -85,6 +85,9 @@ func (h *Handler) session(r *http.Request) (s session, ok bool, err error) {
 		}
 		return session{}, false, err
 	}
+	if ladder.IsTokenActor(se.KeyID) && !h.ssoStillAllows(se) {
+		return session{}, false, nil
+	}
 	return session{ID: id, KeyID: se.KeyID, Workspace: se.Workspace, Expires: se.ExpiresAt}, true, nil
 }
 

@@ -1,12 +1,18 @@
 package oauth_test
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/oauth"
 )
 
@@ -78,5 +84,45 @@ func TestConsoleSSOStartAndForgedCallbacks(t *testing.T) {
 	}
 	if resp, err := noRedirect.Get(base + "/console/oidc/nope/start"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("start for an unknown issuer: %v %v", err, resp.StatusCode)
+	}
+}
+
+// TestSSOSessionFollowsConfig: a single sign-on session goes on only while
+// the config in force still lets its issuer sign humans in to its
+// workspace; one started under an issuer or rule since removed is signed
+// out.
+func TestSSOSessionFollowsConfig(t *testing.T) {
+	f := newFakeIssuer(t)
+	l, base := listen(t)
+	e := startLadder(t, l, base, fmtIdentity(f.URL, "      console: {client_id: ladder-console}\n"), oauth.Options{})
+	ctx := context.Background()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tt := range []struct {
+		name, actor, workspace string
+		status                 int
+	}{
+		{"issuer and rule in force", "oauth:test:ladder-console:alice", "vantrow-bills", http.StatusOK},
+		{"issuer removed", "oauth:gone:ladder-console:alice", "vantrow-bills", http.StatusSeeOther},
+		{"no human rule for the workspace", "oauth:test:ladder-console:alice", "checkcall-loads", http.StatusSeeOther},
+	} {
+		id, _, err := e.Svc.StartSession(ctx, ladder.Principal{KeyID: tt.actor, Workspace: tt.workspace, Kind: ladder.KeyHuman, Subject: "alice", ClientID: "ladder-console"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The console's cookie: "v2.<id>.<HMAC of it>" under the test
+		// environment's console secret.
+		body := "v2." + id
+		m := hmac.New(sha256.New, []byte("test-console-secret"))
+		m.Write([]byte("session\x00" + body + "\x00"))
+		req, _ := http.NewRequest("GET", base+"/console/inbox", nil)
+		req.AddCookie(&http.Cookie{Name: "ladder_console", Value: body + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))})
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s: GET /console/inbox %d, want %d", tt.name, resp.StatusCode, tt.status)
+		}
 	}
 }
