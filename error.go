@@ -17,6 +17,8 @@ const (
 	CodeHumanKeyRefused     Code = "HUMAN_KEY_REFUSED"
 	CodeAgentKeyRefused     Code = "AGENT_KEY_REFUSED"
 	CodeKeyKindRefused      Code = "KEY_KIND_REFUSED"
+	CodeTokenUnmapped       Code = "TOKEN_UNMAPPED"
+	CodeScopeMissing        Code = "SCOPE_MISSING"
 	CodeWorkspaceRefused    Code = "WORKSPACE_REFUSED"
 	CodeUnknownCapability   Code = "UNKNOWN_CAPABILITY"
 	CodeCapabilityNotServed Code = "CAPABILITY_NOT_SERVED"
@@ -86,6 +88,8 @@ var codeTable = []CodeInfo{
 	{CodeHumanKeyRefused, "a human key was used on the agent surface"},
 	{CodeAgentKeyRefused, "an agent key was used where a person must act"},
 	{CodeKeyKindRefused, "this key's kind may not do this"},
+	{CodeTokenUnmapped, "a valid access token from a trusted issuer matches no identity mapping rule, or rules naming different workspaces or kinds"},
+	{CodeScopeMissing, "a valid access token lacks a scope the issuer's config requires"},
 	{CodeWorkspaceRefused, "the object or scope is not this key's workspace"},
 	{CodeUnknownCapability, "no capability or tool of that name in this workspace"},
 	{CodeCapabilityNotServed, "the capability is declared but not served yet"},

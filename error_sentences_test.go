@@ -29,7 +29,7 @@ func isSentence(s string) bool {
 // that pass a caller's sentence through.
 var messageArg = map[string]int{
 	"Refused": 1, "NotFound": 1, "InvalidField": 1, "Errorf": 2,
-	"rateLimited": 1, "upstreamFailed": 1,
+	"rateLimited": 1, "upstreamFailed": 1, "tokenInvalid": 0,
 }
 
 // passedThrough are Message expressions that are not literals, by file: a
@@ -39,6 +39,8 @@ var passedThrough = map[string][]string{
 	"error.go":             {"message", "fmt.Sprintf(format, args...)"},
 	"service/gate.go":      {"msg"}, // unknownCase and the unknown function: sentences built just above
 	"service/limits.go":    {"msg"},
+	"oauth/oauth.go":       {"fmt.Sprintf(format, args...)"}, // tokenInvalid: its callers' formats are checked
+	"console/oidc.go":      {"msg", "e.Message"},             // refuse's literal sentences just below it; oauth's mapping refusal
 	"upstream/upstream.go": {"msg"},
 	"client/mcp.go":        {"strings.TrimSpace(msg)", "msg"},
 	"gateway/gateway.go":   {"c.err.Message", "e.Message"},

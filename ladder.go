@@ -116,11 +116,20 @@ func (k Key) Active(now time.Time) bool {
 	return true
 }
 
-// Principal is the authenticated caller of one request.
+// Principal is the authenticated caller of one request: a key, or an
+// OAuth access token mapped by the identity rules (see identity.go). The
+// rest of ladder sees only this.
 type Principal struct {
+	// KeyID names the caller in audit records, approvals, reviews, logs and
+	// per-caller limits: a key's id, or for a token TokenActor's name,
+	// which holds the issuer, client id and subject and never the token.
 	KeyID     string
 	Workspace string
 	Kind      KeyKind
+	// Subject and ClientID are a token's sub and client id claims; empty
+	// for a key.
+	Subject  string
+	ClientID string
 }
 
 // Verdict is a person's verdict on one routed item.

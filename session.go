@@ -19,7 +19,7 @@ const (
 // a copy of the database signs no one in.
 type Session struct {
 	IDHash    []byte // SHA-256 of the session id
-	KeyID     string // the human key that signed in
+	KeyID     string // the human key that signed in, or for single sign-on the TokenActor name
 	Workspace string
 	CreatedAt time.Time
 	ExpiresAt time.Time

@@ -97,6 +97,9 @@ type Config struct {
 	Server Server
 	// Workspaces are the tenants, in file order.
 	Workspaces []Workspace
+	// Identity holds the trusted OAuth issuers and their mapping rules;
+	// nil when the file has no identity section (keys only).
+	Identity *ladder.Identity
 
 	pos map[string]int // field path → line
 }

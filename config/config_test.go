@@ -462,7 +462,7 @@ func TestAnchorsAndMerge(t *testing.T) {
 	)
 	got := parseErrs(t, bad)
 	want := []string{
-		`t.yaml:1: x: unknown field "x"; expected one of server, workspaces`,
+		`t.yaml:1: x: unknown field "x"; expected one of identity, server, workspaces`,
 		`t.yaml:1: workspaces[0].queues[0].steps[0].lanes: unknown field "lanes"; did you mean "lane"?`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -18,6 +18,7 @@ import (
 
 type fileConfig struct {
 	Server     *fileServer     `yaml:"server,omitempty" json:"server,omitempty" jsonschema:"Server settings; every field has a default."`
+	Identity   *fileIdentity   `yaml:"identity,omitempty" json:"identity,omitempty" jsonschema:"OAuth 2.1 and OpenID Connect: the authorization servers whose access tokens this server accepts beside ladder keys, how their claims map to a workspace and kind, and console single sign-on. See docs/identity.md."`
 	Workspaces []fileWorkspace `yaml:"workspaces" json:"workspaces" jsonschema:"The tenants. Keys, queues, capabilities and gate cases belong to exactly one workspace."`
 }
 
@@ -93,4 +94,43 @@ type fileExecutor struct {
 	Timeout        string            `yaml:"timeout,omitempty" json:"timeout,omitempty" jsonschema:"Time limit of one upstream call, as a Go duration (10s, 1500ms). Default 10s."`
 	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty" jsonschema:"Headers sent upstream as written. Credentials belong in headers_from_env."`
 	HeadersFromEnv map[string]string `yaml:"headers_from_env,omitempty" json:"headers_from_env,omitempty" jsonschema:"Header name to the environment variable holding its value, so credentials stay out of this file."`
+}
+
+type fileIdentity struct {
+	Resource string       `yaml:"resource,omitempty" json:"resource,omitempty" jsonschema:"This server's resource identifier (RFC 8707, RFC 9728): the URL clients reach it at, https (http only on a loopback host). Default server.public_url. The /mcp endpoint's resource is this plus /mcp."`
+	Issuers  []fileIssuer `yaml:"issuers" json:"issuers" jsonschema:"The trusted authorization servers, at least one."`
+}
+
+type fileIssuer struct {
+	Name          string             `yaml:"name" json:"name" jsonschema:"Short id of the issuer, unique in the file (corp); names it in audit records and in the console's sign-in URL. Letters, digits, '-', '_' and '.'."`
+	Issuer        string             `yaml:"issuer" json:"issuer" jsonschema:"Issuer identifier URL exactly as the tokens' iss claim spells it (https://login.example.com/realms/corp); its OpenID Connect discovery document is read from /.well-known/openid-configuration under it. https (http only on a loopback host)."`
+	Audiences     []string           `yaml:"audiences,omitempty" json:"audiences,omitempty" jsonschema:"aud values accepted; a token must name one of them. Default the resource and the resource plus /mcp."`
+	Scopes        []string           `yaml:"scopes,omitempty" json:"scopes,omitempty" jsonschema:"Scopes every token of this issuer must be granted (scope or scp claim); listed in the Protected Resource Metadata. Default none."`
+	ClientIDClaim string             `yaml:"client_id_claim,omitempty" json:"client_id_claim,omitempty" jsonschema:"Claim holding the client id. Default: the first of client_id, azp, cid and appid the token has."`
+	GroupsClaim   string             `yaml:"groups_claim,omitempty" json:"groups_claim,omitempty" jsonschema:"Claim holding group memberships, for group rules. Default groups."`
+	Introspection *fileIntrospection `yaml:"introspection,omitempty" json:"introspection,omitempty" jsonschema:"RFC 7662 introspection endpoint for opaque (non-JWT) access tokens. Without it only JWT access tokens are accepted."`
+	Console       *fileConsoleClient `yaml:"console,omitempty" json:"console,omitempty" jsonschema:"Console single sign-on through this issuer (OpenID Connect authorization code flow with PKCE). Register the redirect URL <resource>/console/oidc/<name>/callback with the issuer."`
+	Rules         []fileIdentityRule `yaml:"rules" json:"rules" jsonschema:"How tokens map to a workspace and kind. A token must match rules that all give the same workspace and kind, or it is refused with TOKEN_UNMAPPED."`
+}
+
+type fileIntrospection struct {
+	URL             string `yaml:"url" json:"url" jsonschema:"Introspection endpoint URL, https (http only on a loopback host)."`
+	ClientID        string `yaml:"client_id,omitempty" json:"client_id,omitempty" jsonschema:"Client id ladder authenticates to the endpoint as (HTTP Basic). Default: no client authentication."`
+	ClientSecretEnv string `yaml:"client_secret_env,omitempty" json:"client_secret_env,omitempty" jsonschema:"Environment variable holding that client's secret; required with client_id. The secret never goes in this file."`
+}
+
+type fileConsoleClient struct {
+	ClientID        string `yaml:"client_id" json:"client_id" jsonschema:"OpenID Connect client id registered for the console."`
+	ClientSecretEnv string `yaml:"client_secret_env,omitempty" json:"client_secret_env,omitempty" jsonschema:"Environment variable holding the client secret of a confidential client. Default: a public client (PKCE only)."`
+	Label           string `yaml:"label,omitempty" json:"label,omitempty" jsonschema:"Text of the sign-in button. Default: Sign in with <name>."`
+}
+
+type fileIdentityRule struct {
+	ClientID  string `yaml:"client_id,omitempty" json:"client_id,omitempty" jsonschema:"Match tokens of this client id."`
+	Subject   string `yaml:"subject,omitempty" json:"subject,omitempty" jsonschema:"Match tokens of this subject (sub claim)."`
+	Claim     string `yaml:"claim,omitempty" json:"claim,omitempty" jsonschema:"Match tokens whose claim of this name equals value, or is a list holding it."`
+	Value     string `yaml:"value,omitempty" json:"value,omitempty" jsonschema:"The value claim must have; only with claim."`
+	Group     string `yaml:"group,omitempty" json:"group,omitempty" jsonschema:"Match tokens whose groups claim holds this group."`
+	Workspace string `yaml:"workspace" json:"workspace" jsonschema:"Workspace the matching tokens act in; * (every workspace) only for kind admin."`
+	Kind      string `yaml:"kind" json:"kind" jsonschema:"agent (the MCP surface, routing, capability calls), human (approve, review, console) or admin (keys)."`
 }

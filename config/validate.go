@@ -93,6 +93,9 @@ func (b *builder) build(fc *fileConfig, data []byte) *Config {
 		}
 		cfg.Workspaces = append(cfg.Workspaces, ws)
 	}
+	if fc.Identity != nil {
+		cfg.Identity = b.identity(fc.Identity, cfg)
+	}
 	return cfg
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -50,6 +51,12 @@ type Options struct {
 	Getenv func(string) string
 	// SessionTTL is how long a sign-in lasts; 0 means DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SSO, when set, adds a sign-in button for every issuer with console
+	// sign-in (OpenID Connect, see oidc.go).
+	SSO *oauth.Verifier
+	// HTTPClient calls the identity provider's token endpoint; nil means a
+	// client with a 10 s timeout.
+	HTTPClient *http.Client
 }
 
 // Handler is the console's http.Handler; mount it at "/console/".
@@ -62,6 +69,10 @@ type Handler struct {
 	pages  map[string]*template.Template
 	static http.Handler
 
+	sso        *oauth.Verifier
+	getenv     func(string) string
+	httpClient *http.Client
+
 	chainMu sync.Mutex
 	chain   ladder.ChainVerifier
 	chainOK error // the first break found, if any
@@ -72,6 +83,10 @@ func New(opts Options) *Handler {
 	h := &Handler{svc: opts.Service, log: opts.Logger, secret: opts.Secret, ttl: opts.SessionTTL, mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.sso, h.getenv, h.httpClient = opts.SSO, opts.Getenv, opts.HTTPClient
+	if h.httpClient == nil {
+		h.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if h.ttl <= 0 {
 		h.ttl = DefaultSessionTTL
@@ -127,6 +142,8 @@ func (h *Handler) routes() {
 	h.handle("GET /console/signin", h.signinPage)
 	h.handle("POST /console/signin", h.signin)
 	h.handle("POST /console/signout", h.authed(h.signout))
+	h.handle("GET /console/oidc/{issuer}/start", h.ssoStart)
+	h.handle("GET /console/oidc/{issuer}/callback", h.ssoCallback)
 
 	h.handle("GET /console/overview", h.authed(h.overview))
 	h.handle("GET /console/inbox", h.authed(h.inbox))

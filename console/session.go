@@ -85,6 +85,9 @@ func (h *Handler) session(r *http.Request) (s session, ok bool, err error) {
 		}
 		return session{}, false, err
 	}
+	if ladder.IsTokenActor(se.KeyID) && !h.ssoStillAllows(se) {
+		return session{}, false, nil
+	}
 	return session{ID: id, KeyID: se.KeyID, Workspace: se.Workspace, Expires: se.ExpiresAt}, true, nil
 }
 
@@ -160,6 +163,8 @@ func badRune(r rune) bool {
 type signinData struct {
 	Next     string
 	PreToken string
+	// Providers are the single sign-on buttons (oidc.go).
+	Providers []ssoButton
 }
 
 // signinPage shows the sign-in form with a CSRF token bound to a
@@ -176,7 +181,7 @@ func (h *Handler) showSignin(w http.ResponseWriter, r *http.Request, status int,
 		pre = nonce()
 		http.SetCookie(w, cookie(r, preCookie, pre, 3600))
 	}
-	h.render(w, r, status, "signin", page{Title: "Sign in", Error: e, Data: signinData{Next: localNext(r.FormValue("next")), PreToken: h.mac("signin", pre)}})
+	h.render(w, r, status, "signin", page{Title: "Sign in", Error: e, Data: signinData{Next: localNext(r.FormValue("next")), PreToken: h.mac("signin", pre), Providers: h.ssoButtons()}})
 	return nil
 }
 

@@ -162,6 +162,10 @@ func isoConsoleRows() []isoConsoleRow {
 		{pattern: "POST /console/signin"},  // TestIsolationConsoleSignin
 		{pattern: "POST /console/signout"}, // TestIsolationConsoleSignin
 		{pattern: "GET /console/overview", list: isoCGet("/console/overview")},
+		// Single sign-on: a session's workspace comes from the identity
+		// rules (oauth/sso_browser_test.go, TestHydraConsoleSignIn).
+		{pattern: "GET /console/oidc/{issuer}/start"},
+		{pattern: "GET /console/oidc/{issuer}/callback"},
 		{pattern: "GET /console/inbox", list: isoCGet("/console/inbox")},
 		{pattern: "GET /console/approvals/{id}", probes: []isoProbe{pApproval, pEastAppr}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/approvals/" + v, nil

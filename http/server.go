@@ -60,6 +60,11 @@ type Options struct {
 	// in by then is answered 408 BODY_TIMEOUT. 0 means DefaultBodyTimeout;
 	// negative leaves only the http.Server's own timeouts.
 	BodyTimeout time.Duration
+	// Challenge is the WWW-Authenticate value of a refusal on a path: a
+	// 401's, and a 403's for a missing token scope (oauth.Verifier's,
+	// which points clients at the Protected Resource Metadata). Nil means
+	// Bearer realm="ladder" on every 401.
+	Challenge func(path string, e *ladder.Error) string
 }
 
 // DefaultMaxInFlight is the concurrency cap when Options.MaxInFlight is 0.
@@ -84,6 +89,7 @@ type Server struct {
 	perKey      *slots
 	perAddr     *slots
 	bodyTimeout time.Duration // 0: none
+	challenge   func(path string, e *ladder.Error) string
 	// rpcCode is the /mcp mount's JSON-RPC code table, for the refusals
 	// admit answers on /mcp before the mount runs.
 	rpcCode func(ladder.Code) int
@@ -98,7 +104,10 @@ type RPCCoder interface {
 
 // New returns a Server with every route registered.
 func New(opts Options) *Server {
-	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux()}
+	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge}
+	if s.challenge == nil {
+		s.challenge = DefaultChallenge
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -262,6 +271,10 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 	}
 }
 
+// DefaultChallenge is the WWW-Authenticate value of a 401 without OAuth
+// configured.
+func DefaultChallenge(string, *ladder.Error) string { return `Bearer realm="ladder"` }
+
 // errorBody is the JSON shape of every REST error.
 type errorBody struct {
 	Error struct {
@@ -280,8 +293,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == ladder.CodeInternal || e.Code == ladder.CodeAuditUnavailable {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
 	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
+	if c := s.challenge(r.URL.Path, e); c != "" && (status == http.StatusUnauthorized || e.Code == ladder.CodeScopeMissing) {
+		w.Header().Set("WWW-Authenticate", c)
 	}
 	if ra, ok := e.Data["retry_after_seconds"]; ok {
 		w.Header().Set("Retry-After", fmt.Sprint(ra))

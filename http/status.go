@@ -15,6 +15,8 @@ var statusOf = map[ladder.Code]int{
 	ladder.CodeHumanKeyRefused:     http.StatusForbidden,
 	ladder.CodeAgentKeyRefused:     http.StatusForbidden,
 	ladder.CodeKeyKindRefused:      http.StatusForbidden,
+	ladder.CodeTokenUnmapped:       http.StatusForbidden,
+	ladder.CodeScopeMissing:        http.StatusForbidden,
 	ladder.CodeWorkspaceRefused:    http.StatusForbidden,
 	ladder.CodeUnknownCapability:   http.StatusNotFound,
 	ladder.CodeCapabilityNotServed: http.StatusNotFound,

@@ -75,6 +75,9 @@ type Options struct {
 	// server registers the same counter, so pass it the same registry. Nil
 	// keeps the counter unregistered.
 	Registry prometheus.Registerer
+	// Challenge is the WWW-Authenticate value of a refusal (see
+	// http.Options.Challenge); nil means Bearer realm="ladder" on a 401.
+	Challenge func(path string, e *ladder.Error) string
 }
 
 // Handler is the /mcp endpoint.
@@ -204,8 +207,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, aerr := h.authenticate(r)
 	if aerr != nil {
 		status := lhttp.Status(aerr.Code)
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ladder"`)
+		challenge := h.opts.Challenge
+		if challenge == nil {
+			challenge = lhttp.DefaultChallenge
+		}
+		if status == http.StatusUnauthorized || aerr.Code == ladder.CodeScopeMissing {
+			w.Header().Set("WWW-Authenticate", challenge(r.URL.Path, aerr))
 		}
 		h.writeRPCError(w, status, env.ID, aerr)
 		return

@@ -11,6 +11,8 @@ var rpcCodeOf = map[ladder.Code]int{
 	ladder.CodeHumanKeyRefused:     ladder.RPCRefused,
 	ladder.CodeAgentKeyRefused:     ladder.RPCRefused,
 	ladder.CodeKeyKindRefused:      ladder.RPCRefused,
+	ladder.CodeTokenUnmapped:       ladder.RPCRefused,
+	ladder.CodeScopeMissing:        ladder.RPCRefused,
 	ladder.CodeWorkspaceRefused:    ladder.RPCRefused,
 	ladder.CodeUnknownCapability:   ladder.RPCInvalidParams,
 	ladder.CodeCapabilityNotServed: ladder.RPCInvalidParams,

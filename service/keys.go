@@ -9,13 +9,22 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// Authenticate resolves a bearer token to its principal. A missing token is
+// Authenticate resolves a bearer token to its principal: a ladder key, or
+// with Options.Tokens set any other token through it. A missing token is
 // KEY_MISSING; a malformed, unknown, revoked or expired one is KEY_INVALID
 // (the same answer for each, so a caller learns nothing), while the log says
 // which — by key id, never the secret.
 func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Principal, error) {
 	if token == "" {
 		return ladder.Principal{}, &ladder.Error{Code: ladder.CodeKeyMissing, Message: "No key was sent.", Hint: "send the header Authorization: Bearer ldr_<id>_<secret> with a key of this workspace"}
+	}
+	if s.tokens != nil && !strings.HasPrefix(token, "ldr_") {
+		// Not a key: an OAuth access token, verified against its issuer.
+		p, err := s.tokens.VerifyToken(ctx, token)
+		if err != nil {
+			s.log.InfoContext(ctx, "token refused", "code", ladder.ErrorCode(err), "reason", ladder.AsError(err).Message)
+		}
+		return p, err
 	}
 	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one ({{keys_create}})"}
 	id, hash, err := ladder.ParseKeyToken(token)

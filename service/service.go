@@ -63,6 +63,9 @@ type Options struct {
 	// running before RecoverCalls marks its outcome unknown (0:
 	// DefaultCallMargin).
 	CallMargin time.Duration
+	// Tokens verifies bearer tokens that are not ladder keys (OAuth access
+	// tokens, package oauth); nil accepts keys only.
+	Tokens ladder.TokenVerifier
 }
 
 // Service is the application. It is safe for concurrent use.
@@ -90,6 +93,7 @@ type Service struct {
 	// until the store takes them; callMargin is RecoverCalls' margin.
 	calls      *callBook
 	callMargin time.Duration
+	tokens     ladder.TokenVerifier
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -103,6 +107,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
 	s.gates = opts.Gates
+	s.tokens = opts.Tokens
 	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL
 	if s.approvalTTL <= 0 {
 		s.approvalTTL = 72 * time.Hour

@@ -40,6 +40,9 @@ func (s *Service) StartSession(ctx context.Context, p ladder.Principal, ttl time
 	if ttl <= 0 {
 		return "", ladder.Session{}, errors.New("start session: the session length must be positive")
 	}
+	if ladder.IsTokenActor(p.KeyID) {
+		return s.startTokenSession(ctx, p, ttl)
+	}
 	k, err := s.store.GetKey(ctx, p.KeyID)
 	if errors.Is(err, ladder.ErrNotFound) {
 		return "", ladder.Session{}, errSessionEnded
@@ -57,6 +60,27 @@ func (s *Service) StartSession(ctx context.Context, p ladder.Principal, ttl time
 		se.ExpiresAt = ladder.NormTime(*k.ExpiresAt)
 	}
 	e, err := ladder.NewAuditEntry(k.Workspace, k.ID, ladder.AuditSessionStart, k.ID, now, map[string]any{"key_id": k.ID, "session": sessionTag(hash), "expires_at": se.ExpiresAt})
+	if err != nil {
+		return "", ladder.Session{}, err
+	}
+	if err := s.store.CreateSession(ctx, se, e); err != nil {
+		return "", ladder.Session{}, storeErr("create session", err)
+	}
+	return id, se, nil
+}
+
+// startTokenSession signs in a person whose OpenID Connect sign-in the
+// console checked and the identity rules mapped to a human of p.Workspace.
+// The audit record names the issuer, client and subject (p.KeyID), never
+// a token.
+func (s *Service) startTokenSession(ctx context.Context, p ladder.Principal, ttl time.Duration) (string, ladder.Session, error) {
+	if _, ok := s.workspaces[p.Workspace]; !ok {
+		return "", ladder.Session{}, errSessionEnded
+	}
+	now := ladder.NormTime(s.now())
+	id, hash := ladder.NewSessionID()
+	se := ladder.Session{IDHash: hash, KeyID: p.KeyID, Workspace: p.Workspace, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	e, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditSessionStart, p.KeyID, now, map[string]any{"subject": p.Subject, "client_id": p.ClientID, "session": sessionTag(hash), "expires_at": se.ExpiresAt})
 	if err != nil {
 		return "", ladder.Session{}, err
 	}
@@ -85,6 +109,11 @@ func (s *Service) Session(ctx context.Context, id string) (ladder.Session, error
 	now := s.now()
 	if !se.Active(now) {
 		return ladder.Session{}, errSessionEnded
+	}
+	if ladder.IsTokenActor(se.KeyID) {
+		// A single sign-on session has no key: the provider vouched for the
+		// person at sign-in, and the session lasts its ttl.
+		return se, nil
 	}
 	// The key is checked too: a key that expired ends its sessions, and a
 	// session outlives no change to its key.

@@ -20,6 +20,7 @@ import (
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/metrics"
+	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
@@ -35,6 +36,9 @@ type stack struct {
 	log   *slog.Logger
 	// getenv is the environment the command was given.
 	getenv func(string) string
+	// tokens verifies OAuth access tokens; nil without an identity
+	// section.
+	tokens *oauth.Verifier
 }
 
 func (s *stack) Close() error {
@@ -108,12 +112,12 @@ func openStackWith(ctx context.Context, cfg *config.Config, db string, getenv fu
 		return nil, err
 	}
 	pool := upstream.NewPool(getenv, log)
-	svc, err := newService(ctx, cfg, st, pool, getenv, log, o)
+	svc, tokens, err := newService(ctx, cfg, st, pool, getenv, log, o)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log, getenv: getenv}, nil
+	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log, getenv: getenv, tokens: tokens}, nil
 }
 
 // serveOptions are the flags serve and demo share.

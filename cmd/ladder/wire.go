@@ -15,6 +15,7 @@ import (
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/mcp"
+	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/upstream"
@@ -22,8 +23,14 @@ import (
 
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
-func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions) (*service.Service, error) {
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions) (*service.Service, *oauth.Verifier, error) {
 	parts := cfg.Parts()
+	var tokens ladder.TokenVerifier
+	var verifier *oauth.Verifier
+	if cfg.Identity != nil {
+		verifier = oauth.New(oauth.Options{Identity: *cfg.Identity, Getenv: getenv, Logger: log})
+		tokens = verifier
+	}
 	secret, derived := cfg.Server.AuditSecret(getenv)
 	if derived {
 		msg := "audit sampling secret derived from the config file; set " + cfg.Server.AuditSecretEnv + " so agents cannot predict which items are audited"
@@ -35,19 +42,19 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 	}
 	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
-		MaxShadowPerStep: cfg.Server.MaxShadowProposals})
+		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.readOnly || o.noSteps {
 		// The steps' states are the database's; a read-only command adds
 		// none, and the demo adds them with its history.
-		return svc, nil
+		return svc, verifier, nil
 	}
 	if err := st.EnsureSteps(ctx, svc.InitialStates()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return svc, nil
+	return svc, verifier, nil
 }
 
 // checkToolDefinitions compares every capability's definition with the one
@@ -66,13 +73,23 @@ func checkToolDefinitions(ctx context.Context, st *stack, reg prometheus.Registe
 
 // newHandler builds the HTTP handler: REST, /mcp, health, metrics.
 func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handler, error) {
+	var challenge func(string, *ladder.Error) string
+	if st.tokens != nil {
+		challenge = st.tokens.Challenge
+	}
 	m, err := mcp.New(mcp.Options{Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
-		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg})
+		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg, Challenge: challenge})
 	if err != nil {
 		return nil, err
 	}
+	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv, SSO: st.tokens})}
+	if st.tokens != nil {
+		meta := st.tokens.MetadataHandler()
+		mounts[oauth.MetadataPath] = meta
+		mounts[oauth.MetadataPath+"/mcp"] = meta
+	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}, MaxInFlight: o.maxInFlight,
+		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
 }
 

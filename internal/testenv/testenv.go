@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/mcp"
+	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 	"github.com/ladderhq/ladder/upstream"
@@ -124,6 +126,12 @@ type Options struct {
 	// CallMargin is how long past its executor's timeout a call may stay
 	// running before Svc.RecoverCalls marks it unknown (0: the default).
 	CallMargin time.Duration
+	// Listener, when set, is where the server listens: a test that must
+	// put the server's URL in its config (identity.resource) binds first.
+	Listener net.Listener
+	// OAuth tunes the token verifier built when the config has an
+	// identity section (Identity is taken from the config).
+	OAuth oauth.Options
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -187,9 +195,18 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if opts.Runner != nil {
 		runner = opts.Runner
 	}
+	var tokens ladder.TokenVerifier
+	var verifier *oauth.Verifier
+	var challenge func(string, *ladder.Error) string
+	if cfg.Identity != nil {
+		o := opts.OAuth
+		o.Identity = *cfg.Identity
+		verifier = oauth.New(o)
+		tokens, challenge = verifier, verifier.Challenge
+	}
 	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
 		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL,
-		MaxShadowPerStep: opts.MaxShadowPerStep, CallMargin: opts.CallMargin})
+		MaxShadowPerStep: opts.MaxShadowPerStep, CallMargin: opts.CallMargin, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +221,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace, Registry: reg})
+	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace, Registry: reg, Challenge: challenge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +230,18 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight,
+	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret"), SSO: verifier})}
+	if verifier != nil {
+		mounts[oauth.MetadataPath] = verifier.MetadataHandler()
+		mounts[oauth.MetadataPath+"/mcp"] = verifier.MetadataHandler()
+	}
+	srv := httptest.NewUnstartedServer(lhttp.New(lhttp.Options{Service: svc, Mounts: mounts, Registry: reg, MaxInFlight: opts.MaxInFlight, Challenge: challenge,
 		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout}))
+	if opts.Listener != nil {
+		srv.Listener.Close()
+		srv.Listener = opts.Listener
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
 	for _, ws := range svc.WorkspaceIDs() {
