@@ -46,6 +46,11 @@ type AuditEntry struct {
 	Subject   string          `json:"subject"` // id of the object the record is about
 	At        time.Time       `json:"at"`
 	Data      json.RawMessage `json:"data"` // canonical JSON
+	// Event, when set, is the event the change reports: the store writes
+	// it to the outbox in the same transaction as the entry (DESIGN.md
+	// §8a), so an event exists exactly when its change committed. It is
+	// not part of the record or its hash.
+	Event *Event `json:"-"`
 }
 
 // NewAuditEntry builds an entry whose time is truncated to microseconds and
