@@ -153,6 +153,8 @@ type Workspace struct {
 	// GateCases are the evidence gate cases, as declared; Gate returns them
 	// compiled.
 	GateCases []gate.Case
+	// Webhooks are the endpoints the workspace's events go to.
+	Webhooks []Webhook
 
 	gate *gate.Gate
 	path string // field path of the workspace, for Position

@@ -273,6 +273,7 @@ func (b *builder) workspace(fw *fileWorkspace, at string) Workspace {
 		}
 		ws.Capabilities = append(ws.Capabilities, b.capability(&fw.Capabilities[ci], cat, &ws, fns))
 	}
+	ws.Webhooks = b.webhooks(fw.Webhooks, at)
 	return ws
 }
 

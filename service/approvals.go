@@ -202,6 +202,7 @@ func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
+	e.Event = ladder.ApprovalDecidedEvent(b, "rejected", now)
 	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
@@ -274,6 +275,7 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
+	e.Event = ladder.ApprovalDecidedEvent(b, decision(edited), now)
 	b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
@@ -375,6 +377,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
+	e.Event = executionFailed(b, now)
 	got, err := s.storeApprovalOutcome(ctx, b, e)
 	if err != nil {
 		s.log.ErrorContext(ctx, "record approval outcome", "approval_id", a.ID, "err", err)

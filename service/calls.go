@@ -609,6 +609,7 @@ func (s *Service) settleApproval(ctx context.Context, a ladder.Approval, c ladde
 	if err != nil {
 		return false, err
 	}
+	e.Event = executionFailed(b, now)
 	if _, err := s.store.UpdateApproval(ctx, b, from, []ladder.AuditEntry{e}); err != nil {
 		if errors.Is(err, ladder.ErrConflict) {
 			return false, nil // settled by someone else first

@@ -310,6 +310,7 @@ func (s *Service) Move(state ladder.StepState, m *rules.Move, actor string, now 
 	if err != nil {
 		return state, nil, nil, err
 	}
+	e.Event = ladder.LaneChangedEvent(*ch)
 	return state, ch, []ladder.AuditEntry{e}, nil
 }
 
@@ -391,6 +392,7 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	if err != nil {
 		return ladder.StepState{}, err
 	}
+	e.Event = ladder.LaneChangedEvent(ch)
 	got, err := s.store.SetLane(ctx, ladder.LaneWrite{Key: key, Change: ch, Pinned: pin, Reason: req.Reason, Audit: []ladder.AuditEntry{e}, IfVersion: state.Version})
 	if errors.Is(err, ladder.ErrConflict) {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step changed while you were pinning it.", Hint: "reload the step and try again"}

@@ -1,0 +1,46 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/ladderhq/ladder"
+)
+
+// The events a write reports ride on its audit entry (ladder.AuditEntry's
+// Event), so the store writes them in the write's transaction. These
+// helpers build the ones that need the service's view.
+
+// decision names a person's approval: edited when the payload changed.
+func decision(edited bool) string {
+	if edited {
+		return "edited"
+	}
+	return "approved"
+}
+
+// executionFailed is the approval.execution_failed event of an approved
+// call's outcome, or nil when it ran, or when nothing ran and the approval
+// went back to pending (a person may approve again).
+func executionFailed(b ladder.Approval, now time.Time) *ladder.Event {
+	if b.ExecError == "" || b.Status != ladder.ApprovalApproved {
+		return nil
+	}
+	code, _, _ := strings.Cut(b.ExecError, ":")
+	return ladder.ApprovalExecutionFailedEvent(b, code, now)
+}
+
+// stepLane is the lane of an approval's step now, or "" when the approval
+// is not tied to a step or its state cannot be read (the event then says
+// what the approval's kind implies).
+func (s *Service) stepLane(ctx context.Context, a ladder.Approval) ladder.Lane {
+	if a.Step == "" {
+		return ""
+	}
+	st, err := s.store.GetStepState(ctx, ladder.StepKey{Workspace: a.Workspace, Queue: a.Queue, Step: a.Step})
+	if err != nil {
+		return ""
+	}
+	return st.Lane
+}
