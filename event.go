@@ -265,3 +265,22 @@ type EventStore interface {
 	// DeliveryStats returns the figures of the delivery metrics.
 	DeliveryStats(ctx context.Context) (DeliveryStats, error)
 }
+
+// DeliveryListRequest selects a page of deliveries (GET
+// /v1/webhooks/deliveries).
+type DeliveryListRequest struct {
+	// Workspace is required of an all-workspaces admin key, and otherwise
+	// the key's own.
+	Workspace string `json:"workspace,omitempty"`
+	Status    string `json:"status,omitempty"`   // pending, delivered, dead
+	Endpoint  string `json:"endpoint,omitempty"` // a webhook's name
+	EventID   string `json:"event_id,omitempty"`
+	Cursor    string `json:"cursor,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// DeliveryPage is one page of deliveries, newest first.
+type DeliveryPage struct {
+	Deliveries []Delivery `json:"deliveries"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}

@@ -30,6 +30,12 @@ func (w *wtx) insertEvent(e *ladder.Event) error {
 
 // FanOut turns events not yet fanned out into deliveries.
 func (s *Store) FanOut(ctx context.Context, limit int, targets func(ladder.Event) []string) (int, error) {
+	// A read first: the dispatcher asks every second, and most times there
+	// is nothing to take a write transaction for.
+	var some bool
+	if err := s.readers.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE fanned = 0)`).Scan(&some); err != nil || !some {
+		return 0, s.mapErr(err)
+	}
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		n = 0
@@ -116,6 +122,10 @@ func scanDelivery(r scanner, withEvent bool) (ladder.Delivery, error) {
 // ClaimDeliveries leases due deliveries, at most slots[endpoint] of each
 // endpoint.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, slots map[string]int) ([]ladder.Delivery, error) {
+	var due bool
+	if err := s.readers.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_at <= ?)`, fmtTime(s.now())).Scan(&due); err != nil || !due {
+		return nil, s.mapErr(err)
+	}
 	var out []ladder.Delivery
 	err := s.write(ctx, func(w *wtx) error {
 		out = nil

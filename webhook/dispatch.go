@@ -176,9 +176,10 @@ func (d *Dispatcher) pass(ctx context.Context) {
 	if len(slots) == 0 {
 		return
 	}
-	// The lease outlasts a try, so a delivery is not claimed again while
-	// it is in progress; if this replica dies, another takes it after.
-	got, err := d.o.Store.ClaimDeliveries(ctx, batch, lease+30*time.Second, slots)
+	// The lease outlasts a try (twice its timeout), so a delivery is not
+	// claimed again while it is in progress; if this replica dies, another
+	// takes it once the lease ends.
+	got, err := d.o.Store.ClaimDeliveries(ctx, batch, 2*lease, slots)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.o.Logger.Warn("claim deliveries", "err", err)
@@ -232,6 +233,10 @@ func (d *Dispatcher) deliver(ctx context.Context, e *Endpoint, dl ladder.Deliver
 	}
 	if d.o.Observe != nil {
 		d.o.Observe(e.Name, outcome)
+	}
+	if outcome == "failed" && r.RetryIn < d.o.Poll {
+		// A retry due before the next poll is looked for when it is due.
+		time.AfterFunc(r.RetryIn, d.Kick)
 	}
 	lvl := slog.LevelInfo
 	if outcome == "dead" {

@@ -167,6 +167,12 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 		ln.Close()
 		return err
 	}
+	dispatched, err := startDispatcher(ctx, st, reg, eventBaseURL(o.baseURL, st.cfg, url))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer dispatched()
 	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
 	if o.ready != nil {
