@@ -72,7 +72,7 @@ type receiver struct {
 	events map[string]ladder.Event // verified and answered 2xx, by id
 	// delivered counts the 2xx answers per id.
 	delivered map[string]int
-	got    chan string             // every try's webhook-id
+	got       chan string // every try's webhook-id
 }
 
 func newReceiver(t *testing.T, key []byte, fail int) (*receiver, *httptest.Server) {
