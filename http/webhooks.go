@@ -1,10 +1,13 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/service"
 )
 
 // webhookRoutes serve the delivery state of the workspace's events: the
@@ -39,4 +42,25 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
+}
+
+// waitParam reads ?wait=SECONDS (0 to 60) of an approval read, and lets
+// the answer be written that long after the server's write timeout would
+// have cut it.
+func waitParam(w http.ResponseWriter, r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > int(service.MaxApprovalWait/time.Second) {
+		return 0, ladder.InvalidField("wait", fmt.Sprintf("The wait %q is not a number of seconds from 0 to 60.", v), "send wait=30 to wait up to 30 seconds for the decision, or leave it out to answer at once")
+	}
+	wait := time.Duration(n) * time.Second
+	if wait > 0 {
+		// The write deadline runs from the request's start; a refusal
+		// here only means the answer comes by the server's default.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
+	}
+	return wait, nil
 }

@@ -31,6 +31,10 @@ const (
 	// it: dispatchers deliver it and agents waiting on the approval look
 	// again.
 	EventOutbox EventKind = "outbox"
+	// EventApproval: an approval's status or outcome was stored (decided,
+	// executed, expired). Workspace and ApprovalID name it: agents waiting
+	// on it look again.
+	EventApproval EventKind = "approval"
 	// EventResync: events may have been missed (the listener connected or
 	// reconnected, or the subscriber fell behind). Drop everything cached.
 	EventResync EventKind = "resync"
@@ -78,6 +82,11 @@ func (s *Store) Subscribe(ctx context.Context) <-chan Event {
 // notifyStep queues an EventStep for the batch's commit.
 func (w *wtx) notifyStep(k ladder.StepKey) {
 	w.queueNotify(Event{Kind: EventStep, Workspace: k.Workspace, Queue: k.Queue, Step: k.Step})
+}
+
+// notifyApproval queues an EventApproval for the batch's commit.
+func (w *wtx) notifyApproval(workspace, id string) {
+	w.queueNotify(Event{Kind: EventApproval, Workspace: workspace, ApprovalID: id})
 }
 
 // notifyKey queues an EventKey for the batch's commit.

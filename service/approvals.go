@@ -203,7 +203,7 @@ func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req
 		return ladder.ApprovalView{}, err
 	}
 	e.Event = ladder.ApprovalDecidedEvent(b, "rejected", now)
-	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	got, err := s.updateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
@@ -276,7 +276,7 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 		return ladder.ApprovalView{}, err
 	}
 	e.Event = ladder.ApprovalDecidedEvent(b, decision(edited), now)
-	b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	b, err = s.updateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
@@ -319,7 +319,7 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (lad
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
-	if b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
+	if b, err = s.updateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
 	// Each retry is a new execution with its own idempotency key.

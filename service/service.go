@@ -67,6 +67,8 @@ type Options struct {
 
 // Service is the application. It is safe for concurrent use.
 type Service struct {
+	// waiters are the agents waiting on approvals (WaitApproval).
+	waiters waiters
 	store       ladder.Store
 	workspaces  map[string]*ladder.Workspace
 	order       []string

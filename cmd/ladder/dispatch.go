@@ -72,12 +72,22 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 	observe := metrics.Webhooks(reg, st.store.DeliveryStats)
 	d := webhook.New(webhook.Options{Store: st.store, Endpoints: eps, Logger: st.log.With("component", "webhooks"), Observe: observe})
 	if pg, ok := st.store.(*postgres.Store); ok {
-		// Hear of events committed by any replica at once, not at the
-		// next poll.
+		// Hear of changes committed by any replica at once: the
+		// dispatcher of events to deliver, and the agents waiting on an
+		// approval of its decision.
 		go func() {
 			for ev := range pg.Subscribe(ctx) {
-				if ev.Kind == postgres.EventOutbox || ev.Kind == postgres.EventResync {
+				switch ev.Kind {
+				case postgres.EventOutbox:
 					d.Kick()
+					if ev.ApprovalID != "" {
+						st.svc.ApprovalChanged(ev.ApprovalID)
+					}
+				case postgres.EventApproval:
+					st.svc.ApprovalChanged(ev.ApprovalID)
+				case postgres.EventResync:
+					d.Kick()
+					st.svc.ApprovalChanged("")
 				}
 			}
 		}()

@@ -326,3 +326,32 @@ func TestWebhookReplicas(t *testing.T) {
 		t.Errorf("%d events, want %d", len(rcv.events), n)
 	}
 }
+
+// TestApprovalWaitAcrossReplicas: an agent waits on replica a while a
+// person rejects on replica b; a answers with the decision before the
+// wait ends (it hears of it through PostgreSQL's LISTEN/NOTIFY).
+func TestApprovalWaitAcrossReplicas(t *testing.T) {
+	dsn := postgresDSN(t)
+	schema := freshSchema(t, dsn)
+	cfg := hookConfig(t, "http://127.0.0.1:9/")
+	secret, _ := newSecret()
+	_, admin, _ := ladder.NewKeyToken()
+	env := []string{"LADDER_ADMIN_KEY=" + admin, "HOOK_SECRET=" + secret, "LADDER_AUDIT_SECRET=hook-test", "LADDER_PG_SCHEMA=" + schema}
+	a := startServe(t, "a", cfg, dsn, env...)
+	b := startServe(t, "b", cfg, dsn, env...)
+	agent, human := agentKey(t, a.URL, admin, "agent"), agentKey(t, a.URL, admin, "human")
+	id := requestApproval(t, a.URL, agent, "pay-wait")
+	done := make(chan reply, 1)
+	go func() { done <- call("GET", a.URL+"/v1/approvals/"+id+"?wait=30", agent, nil) }()
+	time.Sleep(500 * time.Millisecond)
+	mustCall(t, 200, "POST", b.URL+"/v1/approvals/"+id+"/reject", human, map[string]any{"reason": "decided on b"}, nil)
+	select {
+	case r := <-done:
+		var v ladder.ApprovalView
+		if r.Status != 200 || json.Unmarshal(r.Body, &v) != nil || v.Status != ladder.ApprovalRejected || v.DecisionReason != "decided on b" {
+			t.Fatalf("waiting agent on a got %s", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent waiting on replica a did not hear of the decision on b before its wait ended")
+	}
+}
