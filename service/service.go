@@ -68,7 +68,7 @@ type Options struct {
 // Service is the application. It is safe for concurrent use.
 type Service struct {
 	// waiters are the agents waiting on approvals (WaitApproval).
-	waiters waiters
+	waiters     waiters
 	store       ladder.Store
 	workspaces  map[string]*ladder.Workspace
 	order       []string
