@@ -29,6 +29,9 @@ const (
 	AuditCallResult   = "capability.result"
 	AuditApproval     = "approval"
 	AuditServerStart  = "server.start"
+	// AuditOutage records, once durable writes work again, that they
+	// failed for a while on one replica (and calls were refused).
+	AuditOutage = "audit.unavailable"
 	// AuditToolDefinitions holds, per workspace and per start, the hash of
 	// every capability definition the config declared.
 	AuditToolDefinitions = "tool.definitions"

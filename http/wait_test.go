@@ -3,8 +3,12 @@ package http_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/faultstore"
 )
 
 // TestApprovalWait: an agent waiting on its approval (GET
@@ -101,4 +105,41 @@ func TestApprovalWait(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAuditUnavailableEvent: once durable writes work again after an
+// outage, an audit.unavailable event (and audit record) of each workspace
+// says when they failed, ready for the webhooks.
+func TestAuditUnavailableEvent(t *testing.T) {
+	e, fs := faultEnv(t)
+	agent := e.Keys["acme/agent"]
+	fs.FailWrites(faultstore.ErrDiskFull)
+	if r := e.Do("POST", "/v1/route", agent, map[string]any{"step": "auto_step", "item": "during"}); r.Status != 503 {
+		t.Fatalf("route during the fault: %d %s", r.Status, r.Raw)
+	}
+	fs.FailWrites(nil)
+	if r := e.Do("POST", "/v1/route", agent, map[string]any{"step": "auto_step", "item": "after"}); r.Status != 200 {
+		t.Fatalf("route after the fault: %d %s", r.Status, r.Raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := e.Store.FanOut(t.Context(), 100, func(ev ladder.Event) []string { return []string{ev.Workspace + "/" + ev.Type} }); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := e.Store.ListDeliveries(t.Context(), ladder.DeliveryQuery{Workspace: "acme", EventID: "", Endpoint: "acme/" + ladder.EventAuditUnavailable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 1 {
+			got, err := e.Store.ClaimDeliveries(t.Context(), 10, time.Minute, map[string]int{"acme/" + ladder.EventAuditUnavailable: 10})
+			if err != nil || len(got) != 1 || !strings.Contains(got[0].Event.Data.Text, "Audit writes failed") || got[0].Event.Data.Link != "/console/audit" {
+				t.Fatalf("audit.unavailable event: %+v %v", got, err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no audit.unavailable event within 10s: %+v", ds)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

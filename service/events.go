@@ -44,3 +44,26 @@ func (s *Service) stepLane(ctx context.Context, a ladder.Approval) ladder.Lane {
 	}
 	return st.Lane
 }
+
+// reportOutage records, once durable writes work again, that they failed
+// from since until now: one audit record and audit.unavailable event per
+// workspace. It could not be written during the outage (the outbox is in
+// the same database); a failure now is logged and dropped.
+func (s *Service) reportOutage(since time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := ladder.NormTime(s.now())
+	var entries []ladder.AuditEntry
+	for _, ws := range s.order {
+		e, err := ladder.NewAuditEntry(ws, "system", ladder.AuditOutage, "outage", now, map[string]any{"since": ladder.NormTime(since), "until": now})
+		if err != nil {
+			s.log.Warn("record audit outage", "err", err)
+			return
+		}
+		e.Event = ladder.AuditUnavailableEvent(ws, since, now)
+		entries = append(entries, e)
+	}
+	if _, err := s.store.AppendAudit(ctx, entries...); err != nil {
+		s.log.Warn("record audit outage", "err", err)
+	}
+}

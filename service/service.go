@@ -129,6 +129,7 @@ func New(opts Options) (*Service, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.writes = newWritePath(s.log)
+	s.writes.recovered = s.reportOutage
 	s.calls, s.callMargin = newCallBook(), opts.CallMargin
 	if s.callMargin <= 0 {
 		s.callMargin = DefaultCallMargin
