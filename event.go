@@ -19,9 +19,11 @@ const (
 )
 
 // EventTypes lists every event type, in the order the docs give them.
-var EventTypes = []string{
-	EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventApprovalExecutionFailed,
-	EventLaneChanged, EventGateHeld, EventAuditUnavailable,
+func EventTypes() []string {
+	return []string{
+		EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventApprovalExecutionFailed,
+		EventLaneChanged, EventGateHeld, EventAuditUnavailable,
+	}
 }
 
 // Event is a change worth telling people about, written in the same

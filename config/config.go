@@ -155,6 +155,8 @@ type Workspace struct {
 	GateCases []gate.Case
 	// Webhooks are the endpoints the workspace's events go to.
 	Webhooks []Webhook
+	// Slack, when set, posts the workspace's events to Slack.
+	Slack *Slack
 
 	gate *gate.Gate
 	path string // field path of the workspace, for Position

@@ -64,6 +64,9 @@ func (b *builder) webhooks(fws []fileWebhook, at string) []Webhook {
 			b.fail(wat+".name", "webhook name %q is already used by %s; names are unique in a workspace", fw.Name, prev)
 		}
 		seen[fw.Name] = wat
+		if fw.Name == "slack" {
+			b.fail(wat+".name", "the name slack is the Slack target's (workspace/slack in the deliveries); choose another")
+		}
 		if u, err := url.Parse(fw.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			b.fail(wat+".url", "%q is not a webhook URL; expected http://host/… or https://host/…", fw.URL)
 		} else if u.User != nil {
@@ -78,7 +81,7 @@ func (b *builder) webhooks(fws []fileWebhook, at string) []Webhook {
 			b.fail(wat+".secret_env", "secret_env is missing; name the environment variable holding the whsec_ signing secret")
 		}
 		for j, ev := range fw.Events {
-			if !slices.Contains(ladder.EventTypes, ev) {
+			if !slices.Contains(eventTypes(), ev) {
 				b.fail(fmt.Sprintf("%s.events[%d]", wat, j), "%q is not an event type; expected one of %s", ev, webhookEventsExpectedList)
 			}
 		}
@@ -114,3 +117,6 @@ func (b *builder) webhooks(fws []fileWebhook, at string) []Webhook {
 // EndpointName is how a workspace's endpoint is named on the server (and
 // in the deliveries): workspace/name.
 func EndpointName(workspace, name string) string { return workspace + "/" + name }
+
+// eventTypes are the event types a filter may name.
+func eventTypes() []string { return ladder.EventTypes() }

@@ -82,3 +82,35 @@ func TestWebhookErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSlackErrors(t *testing.T) {
+	const sl = "workspaces[0].slack"
+	tests := []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"nothing to post with", []string{
+			"    slack:",
+			"      signing_secret_env: S",
+		}, []string{`t.yaml:8: ` + sl + `: slack needs webhook_url_env, or bot_token_env with channel, to post with`}},
+		{"bot without channel, email without bot", []string{
+			"    slack:",
+			"      webhook_url_env: HOOK",
+			"      users:",
+			"        - {email: bob@example.com, principal: bob}",
+			"        - {principal: eve}",
+		}, []string{
+			`t.yaml:8: ` + sl + `.signing_secret_env: signing_secret_env is missing; name the environment variable holding the Slack app's signing secret`,
+			`t.yaml:11: ` + sl + `.users[0].email: matching by email needs bot_token_env (users.info); give slack_user instead`,
+			`t.yaml:12: ` + sl + `.users[1]: give slack_user or email, one of them`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, with(tt.extra...))); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -66,4 +67,31 @@ func (s *Service) reportOutage(since time.Time) {
 	if _, err := s.store.AppendAudit(ctx, entries...); err != nil {
 		s.log.Warn("record audit outage", "err", err)
 	}
+}
+
+// ApprovalMessage is what a chat message asking for approval id of a
+// workspace shows beyond its event: the proposal (the payload as edited,
+// if it was) and, for a step-tied approval, the step's figures in one
+// sentence. What cannot be read is left out.
+func (s *Service) ApprovalMessage(ctx context.Context, workspace, id string) (json.RawMessage, string) {
+	a, err := s.store.GetApproval(ctx, workspace, id)
+	if err != nil {
+		return nil, ""
+	}
+	var figures string
+	if a.Step != "" {
+		if pack, err := s.Evidence(ctx, workspace, a.Queue, a.Step); err == nil {
+			figures = pack.Sentence
+		}
+	}
+	return a.Payload, figures
+}
+
+// DecideFromChat approves or rejects approval id as p, a person a chat
+// user was mapped to, through the same exactly-once path as the console.
+func (s *Service) DecideFromChat(ctx context.Context, p ladder.Principal, id, action string) (ladder.ApprovalView, error) {
+	if action == "reject" {
+		return s.Reject(ctx, p, id, ladder.DecideRequest{Reason: "Rejected from Slack by " + strings.TrimPrefix(p.KeyID, "slack:") + "."})
+	}
+	return s.Approve(ctx, p, id, ladder.DecideRequest{})
 }

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/postgres"
@@ -64,11 +67,7 @@ func webhookEndpoints(cfg *config.Config, getenv func(string) string, publicURL 
 // event goes to the endpoints configured when it is fanned out (within
 // moments of its commit); a server without endpoints fans each event out
 // to none, so nothing is sent long after the fact when one is added.
-func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, publicURL string) (func(), error) {
-	eps, err := webhookEndpoints(st.cfg, st.getenv, publicURL)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
+func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, eps []webhook.Endpoint) func() {
 	observe := metrics.Webhooks(reg, st.store.DeliveryStats)
 	d := webhook.New(webhook.Options{Store: st.store, Endpoints: eps, Logger: st.log.With("component", "webhooks"), Observe: observe})
 	if pg, ok := st.store.(*postgres.Store); ok {
@@ -97,7 +96,7 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 		defer close(done)
 		d.Run(ctx)
 	}()
-	return func() { <-done }, nil
+	return func() { <-done }
 }
 
 // eventBaseURL is the base of the console links events carry: --base-url,
@@ -112,4 +111,65 @@ func eventBaseURL(flagURL string, cfg *config.Config, listening string) string {
 		return cfg.Server.PublicURL
 	}
 	return listening
+}
+
+// eventTargets are where events go: the endpoints the dispatcher
+// delivers to, and the handlers Slack calls back.
+type eventTargets struct {
+	endpoints []webhook.Endpoint
+	mounts    map[string]http.Handler
+}
+
+// newEventTargets builds the webhook and Slack endpoints the config
+// declares, reading their secrets from the environment; a secret that is
+// missing or malformed stops the start, naming the config line.
+func newEventTargets(st *stack, publicURL string) (eventTargets, error) {
+	eps, err := webhookEndpoints(st.cfg, st.getenv, publicURL)
+	slackEps, mounts, serr := slackTargets(st, publicURL)
+	if err = errors.Join(err, serr); err != nil {
+		return eventTargets{}, fmt.Errorf("config: %w", err)
+	}
+	return eventTargets{endpoints: append(eps, slackEps...), mounts: mounts}, nil
+}
+
+// slackTargets builds each workspace's Slack target and, when any
+// exists, the interactivity endpoint /slack/{workspace}/interactions.
+func slackTargets(st *stack, publicURL string) ([]webhook.Endpoint, map[string]http.Handler, error) {
+	var (
+		eps  []webhook.Endpoint
+		errs []error
+	)
+	h := &webhook.SlackInteractions{Workspaces: map[string]webhook.SlackWorkspace{}, Decide: st.svc.DecideFromChat, Logger: st.log.With("component", "slack")}
+	client := &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, w := range st.cfg.Workspaces {
+		sc := w.Slack
+		if sc == nil {
+			continue
+		}
+		need := func(field, env string) string {
+			if env == "" {
+				return ""
+			}
+			v := st.getenv(env)
+			if v == "" {
+				path := sc.Path + "." + field
+				errs = append(errs, fmt.Errorf("%s: %s: %s is not set", st.cfg.Position(path), path, env))
+			}
+			return v
+		}
+		ws := w.ID
+		s := &webhook.Slack{WebhookURL: need("webhook_url_env", sc.WebhookURLEnv), Token: need("bot_token_env", sc.BotTokenEnv), Channel: sc.Channel,
+			APIURL: sc.APIURL, Client: client, PublicURL: strings.TrimSuffix(publicURL, "/"),
+			Detail: func(ctx context.Context, ev ladder.Event) (json.RawMessage, string) {
+				return st.svc.ApprovalMessage(ctx, ws, ev.Data.ApprovalID)
+			}}
+		secret := need("signing_secret_env", sc.SigningSecretEnv)
+		h.Workspaces[ws] = webhook.SlackWorkspace{SigningSecret: []byte(secret), Users: sc.Users, Emails: sc.Emails, Slack: s}
+		eps = append(eps, webhook.Endpoint{Name: config.EndpointName(ws, "slack"), Workspace: ws, Events: sc.Events,
+			MaxInFlight: 1, MaxAttempts: config.DefaultWebhookAttempts, Backoff: config.DefaultWebhookBackoff, Timeout: config.DefaultWebhookTimeout, Sender: s})
+	}
+	if len(h.Workspaces) == 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	return eps, map[string]http.Handler{"POST /slack/{workspace}/interactions": h}, errors.Join(errs...)
 }

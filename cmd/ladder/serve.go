@@ -136,6 +136,9 @@ type serveOptions struct {
 	// (0: the http package's defaults).
 	maxPerKey, maxPerAddress int
 	bodyTimeout              time.Duration
+	// mounts are extra handlers by pattern (the Slack interactivity
+	// endpoint).
+	mounts map[string]http.Handler
 }
 
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
@@ -162,16 +165,18 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	if o.baseURL == "" && o.demo {
 		o.baseURL = url
 	}
+	ev, err := newEventTargets(st, eventBaseURL(o.baseURL, st.cfg, url))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	o.mounts = ev.mounts
 	h, err := newHandler(st, reg, o)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	dispatched, err := startDispatcher(ctx, st, reg, eventBaseURL(o.baseURL, st.cfg, url))
-	if err != nil {
-		ln.Close()
-		return err
-	}
+	dispatched := startDispatcher(ctx, st, reg, ev.endpoints)
 	defer dispatched()
 	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)

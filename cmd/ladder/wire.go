@@ -71,8 +71,12 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	if err != nil {
 		return nil, err
 	}
+	mounts := map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}
+	for p, h := range o.mounts {
+		mounts[p] = h
+	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: st.svc, Logger: st.log, Getenv: st.getenv})}, MaxInFlight: o.maxInFlight,
+		Mounts: mounts, MaxInFlight: o.maxInFlight,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
 }
 
