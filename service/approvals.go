@@ -162,6 +162,14 @@ func approvalExpired(id string, at time.Time) error {
 // pending approvals is what stores their expiry (see ladder.ApprovalStore).
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	n := 0
+	var oldest time.Time // the oldest approval still pending
+	defer func() {
+		var ns int64
+		if !oldest.IsZero() {
+			ns = oldest.UnixNano()
+		}
+		s.oldestPending.Store(ns)
+	}()
 	for _, ws := range s.order {
 		// Read in chunks: each row is a whole record, payload and all.
 		q := ladder.ApprovalQuery{Workspace: ws, Status: ladder.ApprovalPending, Limit: pageChunk}
@@ -173,6 +181,9 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 			for _, a := range rows {
 				if a.Status == ladder.ApprovalExpired {
 					n++
+				}
+				if a.Status == ladder.ApprovalPending && (oldest.IsZero() || a.CreatedAt.Before(oldest)) {
+					oldest = a.CreatedAt
 				}
 			}
 			if len(rows) < q.Limit {

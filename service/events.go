@@ -95,3 +95,24 @@ func (s *Service) DecideFromChat(ctx context.Context, p ladder.Principal, id, ac
 	}
 	return s.Approve(ctx, p, id, ladder.DecideRequest{})
 }
+
+// ObserveLaneChanges sets f to hear of each lane change (pins included)
+// this replica commits, for the metrics. Set it before serving.
+func (s *Service) ObserveLaneChanges(f func(ladder.LaneChange)) { s.onLaneChange = f }
+
+func (s *Service) laneChanged(c *ladder.LaneChange) {
+	if c != nil && s.onLaneChange != nil {
+		s.onLaneChange(*c)
+	}
+}
+
+// OldestPendingApproval is how long the oldest approval pending at the
+// last ExpireDue (once a minute under serve) has waited, or 0 when none
+// was.
+func (s *Service) OldestPendingApproval() time.Duration {
+	ns := s.oldestPending.Load()
+	if ns == 0 {
+		return 0
+	}
+	return s.now().Sub(time.Unix(0, ns))
+}

@@ -154,6 +154,8 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
 	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
+	st.svc.ObserveLaneChanges(metrics.LaneChanges(reg))
+	metrics.OldestPendingApproval(reg, st.svc.OldestPendingApproval)
 	ln := o.listener
 	if ln == nil {
 		var err error

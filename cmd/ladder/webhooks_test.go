@@ -226,7 +226,7 @@ func TestWebhookDelivery(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`ladder_webhook_attempts_total{endpoint="ops/hook",outcome="failed"} 4`, `ladder_webhook_deliveries{status="dead"} 0`, "ladder_webhook_oldest_undelivered_seconds"} {
+	for _, want := range []string{`ladder_webhook_attempts_total{endpoint="ops/hook",outcome="failed"} 4`, `ladder_webhook_deliveries{status="dead"} 0`, "ladder_webhook_oldest_undelivered_seconds", "ladder_approvals_oldest_pending_seconds"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}

@@ -60,3 +60,37 @@ func (c *deliveryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, st.OldestPending.Seconds())
 }
+
+// laneRank orders the lanes from the most guarded to the least.
+var laneRank = map[ladder.Lane]int{ladder.LaneHumanOnly: 0, ladder.LaneShadow: 1, ladder.LanePropose: 2, ladder.LaneAuto: 3}
+
+// LaneChanges returns the function that counts a committed lane change in
+// ladder_lane_changes_total{workspace, direction} of reg: promotion,
+// demotion, or same (a pin or unpin that keeps the lane). A nil reg gets
+// an unregistered counter.
+func LaneChanges(reg prometheus.Registerer) func(ladder.LaneChange) {
+	c := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ladder_lane_changes_total",
+		Help: "Lane changes committed by this replica, by workspace and direction: promotion, demotion (toward human_only), or same (a pin or unpin that keeps the lane).",
+	}, []string{"workspace", "direction"}))
+	return func(ch ladder.LaneChange) {
+		dir := "same"
+		switch from, to := laneRank[ch.From], laneRank[ch.To]; {
+		case to > from:
+			dir = "promotion"
+		case to < from:
+			dir = "demotion"
+		}
+		c.WithLabelValues(ch.Workspace, dir).Inc()
+	}
+}
+
+// OldestPendingApproval registers the gauge
+// ladder_approvals_oldest_pending_seconds on reg, read from oldest. A nil
+// reg registers nothing.
+func OldestPendingApproval(reg prometheus.Registerer, oldest func() time.Duration) {
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ladder_approvals_oldest_pending_seconds",
+		Help: "How long the oldest pending approval has waited for a person, as of the last once-a-minute expiry sweep (0 when none waits).",
+	}, func() float64 { return oldest().Seconds() }))
+}
