@@ -182,6 +182,7 @@ func isoConsoleRows() []isoConsoleRow {
 			return "POST", "/console/routes/" + v + "/review", url.Values{"verdict": {"agree"}}
 		}},
 		{pattern: "GET /console/steps", list: isoCGet("/console/steps")},
+		{pattern: "GET /console/webhooks", list: isoCGet("/console/webhooks")},
 		{pattern: "GET /console/steps/{queue}/{step}", probes: []isoProbe{pQueue}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/steps/" + v + "/post_tms", nil
 		}},
