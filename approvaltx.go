@@ -54,7 +54,8 @@ type ExpiryTx interface {
 
 // ExpireTx settles one approval the store read in its write transaction,
 // locked where the backend needs it: a due one is stored expired, with its
-// audit record at at (the store's clock), and returned as it then stands;
+// audit record and its approval.expired event at at (the store's clock),
+// and returned as it then stands;
 // one not due is returned as read.
 func ExpireTx(tx ExpiryTx, d DueApproval, at time.Time) (Approval, error) {
 	if !d.Due {
@@ -69,6 +70,8 @@ func ExpireTx(tx ExpiryTx, d DueApproval, at time.Time) (Approval, error) {
 	if err != nil {
 		return Approval{}, fmt.Errorf("expire approval %s: %w", a.ID, err)
 	}
+	// The expiry is reported in its own transaction (the outbox).
+	e.Event = ApprovalExpiredEvent(a, at)
 	if err := tx.AppendAudit(e); err != nil {
 		return Approval{}, err
 	}

@@ -49,6 +49,15 @@ func TestExpireTx(t *testing.T) {
 				t.Errorf("stored %+v: want the approval, expired, by its seq", f.approvals)
 			}
 			want, _ := ladder.ExpiryAudit(got, txNow)
+			// The expiry's event rides on its audit entry, so the store
+			// writes it in the same transaction.
+			if len(f.audit) == 1 {
+				ev := f.audit[0].Event
+				if ev == nil || ev.Type != ladder.EventApprovalExpired || ev.Data.ApprovalID != "ap1" || !ev.At.Equal(txNow.Truncate(time.Microsecond)) || ev.ID == "" {
+					t.Errorf("expiry event %+v", ev)
+				}
+				want.Event = ev
+			}
 			if diff := cmp.Diff([]ladder.AuditEntry{want}, f.audit); diff != "" {
 				t.Errorf("audit (-want +got):\n%s", diff)
 			}

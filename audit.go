@@ -29,6 +29,9 @@ const (
 	AuditCallResult   = "capability.result"
 	AuditApproval     = "approval"
 	AuditServerStart  = "server.start"
+	// AuditOutage records, once durable writes work again, that they
+	// failed for a while on one replica (and calls were refused).
+	AuditOutage = "audit.unavailable"
 	// AuditToolDefinitions holds, per workspace and per start, the hash of
 	// every capability definition the config declared.
 	AuditToolDefinitions = "tool.definitions"
@@ -46,6 +49,11 @@ type AuditEntry struct {
 	Subject   string          `json:"subject"` // id of the object the record is about
 	At        time.Time       `json:"at"`
 	Data      json.RawMessage `json:"data"` // canonical JSON
+	// Event, when set, is the event the change reports: the store writes
+	// it to the outbox in the same transaction as the entry (DESIGN.md
+	// §8a), so an event exists exactly when its change committed. It is
+	// not part of the record or its hash.
+	Event *Event `json:"-"`
 }
 
 // NewAuditEntry builds an entry whose time is truncated to microseconds and

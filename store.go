@@ -21,6 +21,7 @@ type Store interface {
 	ApprovalStore
 	CallStore
 	SessionStore
+	EventStore
 	// Ping reports whether the store can be read and durably written now:
 	// it reads, then makes a small durable write of its own through the
 	// same path as every other write (an empty or read-only transaction

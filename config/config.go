@@ -156,6 +156,10 @@ type Workspace struct {
 	// GateCases are the evidence gate cases, as declared; Gate returns them
 	// compiled.
 	GateCases []gate.Case
+	// Webhooks are the endpoints the workspace's events go to.
+	Webhooks []Webhook
+	// Slack, when set, posts the workspace's events to Slack.
+	Slack *Slack
 
 	gate *gate.Gate
 	path string // field path of the workspace, for Position

@@ -44,6 +44,8 @@ type fileWorkspace struct {
 	Queues       []fileQueue         `yaml:"queues,omitempty" json:"queues,omitempty" jsonschema:"Queues of work, each holding steps."`
 	Capabilities []fileCapability    `yaml:"capabilities,omitempty" json:"capabilities,omitempty" jsonschema:"Actions agents of this workspace may call, one MCP tool each."`
 	GateCases    []gate.Case         `yaml:"gate_cases,omitempty" json:"gate_cases,omitempty" jsonschema:"4D-CQ evidence gate cases: commits guarded by precondition functions written in CEL."`
+	Slack        *fileSlack          `yaml:"slack,omitempty" json:"slack,omitempty" jsonschema:"Post this workspace's events to Slack: approval requests with Approve and Reject buttons, the rest as plain messages."`
+	Webhooks     []fileWebhook       `yaml:"webhooks,omitempty" json:"webhooks,omitempty" jsonschema:"Endpoints this workspace's events (approvals, lane changes, gate holds) are POSTed to, signed as the Standard Webhooks spec says."`
 }
 
 type fileQueue struct {

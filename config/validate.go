@@ -276,6 +276,8 @@ func (b *builder) workspace(fw *fileWorkspace, at string) Workspace {
 		}
 		ws.Capabilities = append(ws.Capabilities, b.capability(&fw.Capabilities[ci], cat, &ws, fns))
 	}
+	ws.Webhooks = b.webhooks(fw.Webhooks, at)
+	ws.Slack = b.slack(fw.Slack, at)
 	return ws
 }
 

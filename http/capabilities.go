@@ -77,7 +77,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.svc.ApprovalStatus(r.Context(), principal(r), r.PathValue("id"))
+	wait, err := waitParam(w, r)
+	if err != nil {
+		return err
+	}
+	a, err := s.svc.WaitApproval(r.Context(), principal(r), r.PathValue("id"), wait)
 	if err != nil {
 		return err
 	}

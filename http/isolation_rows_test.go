@@ -32,6 +32,7 @@ var (
 	pCap      = isoProbe{name: "capability", value: func(*isoFixture) string { return "tms:postBill" }, absent: "qqq:qqqqqqqq", owners: []string{isoB, isoMirror}}
 	pProgram  = isoProbe{name: "scope program", value: func(*isoFixture) string { return "partner-2031" }, absent: "partner-9999", owners: []string{isoEast}}
 	pKey      = isoProbe{name: "key", value: func(f *isoFixture) string { return f.isoKeyID }, owners: []string{isoB}}
+	pDelivery = isoProbe{name: "delivery", value: func(f *isoFixture) string { return f.deliveryID }, owners: []string{isoB}}
 	pKeyWS    = isoProbe{name: "workspace", value: func(*isoFixture) string { return isoB }, absent: "qqqqqqq-qqqqq", owners: []string{isoB}}
 )
 
@@ -111,6 +112,10 @@ func isoRESTRows() []isoRESTRow {
 			return "POST", "/v1/approvals/" + v + "/retry", nil
 		}},
 		{pattern: "GET /v1/audit", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit?limit=500")},
+		{pattern: "GET /v1/webhooks/deliveries", kinds: []string{"human", "admin"}, list: isoGet("/v1/webhooks/deliveries?limit=500")},
+		{pattern: "POST /v1/webhooks/deliveries/{id}/redeliver", kinds: []string{"human", "admin"}, probes: []isoProbe{pDelivery}, req: func(v string) (string, string, any) {
+			return "POST", "/v1/webhooks/deliveries/" + v + "/redeliver", nil
+		}},
 		{pattern: "GET /v1/audit/export", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/export?format=csv")},
 		{pattern: "GET /v1/audit/verify", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/verify")},
 		{pattern: "POST /v1/import", kinds: []string{"admin"}, probes: []isoProbe{pStep}, req: func(v string) (string, string, any) {
@@ -183,6 +188,7 @@ func isoConsoleRows() []isoConsoleRow {
 			return "POST", "/console/routes/" + v + "/review", url.Values{"verdict": {"agree"}}
 		}},
 		{pattern: "GET /console/steps", list: isoCGet("/console/steps")},
+		{pattern: "GET /console/webhooks", list: isoCGet("/console/webhooks")},
 		{pattern: "GET /console/steps/{queue}/{step}", probes: []isoProbe{pQueue}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/steps/" + v + "/post_tms", nil
 		}},

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
@@ -67,6 +68,7 @@ type isoFixture struct {
 	approvalID string // a pending approval of isoB
 	eastApprID string // a pending approval of isoEast (a human gate)
 	decisionID string // a gate decision of isoB
+	deliveryID string // a delivery of an event of isoB
 	isoKeyID   string // isoB's agent key id
 	item       string // the item isoB routed
 	// secrets are strings of isoB and isoEast data that no other
@@ -111,13 +113,21 @@ func newIsoFixture(t *testing.T) *isoFixture {
 	}
 	f.decisionID, _ = res.Body["decision_id"].(string)
 	f.isoKeyID = isoKeyID(e.Keys[isoB+"/agent"])
-	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID} {
+	// The events so far go to one endpoint per workspace, as a configured
+	// webhook's would.
+	if _, err := e.Store.FanOut(t.Context(), 1000, func(ev ladder.Event) []string { return []string{ev.Workspace + "/iso-hook"} }); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := e.Store.ListDeliveries(t.Context(), ladder.DeliveryQuery{Workspace: isoB}); err == nil && len(ds) > 0 {
+		f.deliveryID = ds[0].ID
+	}
+	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID, f.deliveryID} {
 		if v == "" {
 			t.Fatalf("fixture: an id is empty: %+v", f)
 		}
 	}
 	f.secrets = map[string]string{}
-	for _, v := range []string{f.routeID, f.approvalID, f.decisionID, f.item, "BILL-ISO-B-0002", "BILL-ISO-B-0003", "iso-b-rate-1"} {
+	for _, v := range []string{f.routeID, f.approvalID, f.decisionID, f.deliveryID, f.item, "BILL-ISO-B-0002", "BILL-ISO-B-0003", "iso-b-rate-1"} {
 		f.secrets[v] = isoB
 	}
 	for _, v := range []string{f.eastApprID, "c-east-1", "iso-east-1"} {

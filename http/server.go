@@ -188,6 +188,7 @@ func (s *Server) routes() {
 	s.gateRoutes()
 	s.auditRoutes()
 	s.importRoutes()
+	s.webhookRoutes()
 
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		// This catch-all matches every method, so the mux never answers

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/service"
 )
 
 // capabilityTools are the workspace's served capabilities, one tool each,
@@ -46,16 +48,21 @@ func (h *Handler) capabilityTools(ctx context.Context, workspace string) []toolD
 	if len(out) > 0 {
 		out = append(out, toolDef{
 			name: "approval_status", title: "Approval status",
-			description: "Tells what became of an approval request this key made: pending, approved (and the result, or why it could not run), rejected with the person's reason, or expired — never a silent denial. Call it with the approval_id a capability call returned. Read-only.",
+			description: "Tells what became of an approval request this key made: pending, approved (and the result, or why it could not run), rejected with the person's reason, or expired — never a silent denial. Call it with the approval_id a capability call returned; pass wait (up to 60 s) to block until a person decides instead of polling. Read-only.",
 			in:          "approval_status.in", out: "approval.out", annotations: readOnly,
 			call: func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
 				var in struct {
 					ApprovalID string `json:"approval_id"`
+					Wait       int    `json:"wait"`
 				}
 				if err := decodeArgs(args, &in); err != nil {
 					return "", nil, err
 				}
-				a, err := h.svc.ApprovalStatus(ctx, p, in.ApprovalID)
+				wait := time.Duration(in.Wait) * time.Second
+				if wait > 0 && wait <= service.MaxApprovalWait {
+					extendWrite(ctx, wait)
+				}
+				a, err := h.svc.WaitApproval(ctx, p, in.ApprovalID, wait)
 				if err != nil {
 					return "", nil, err
 				}

@@ -240,6 +240,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, p)
 	ctx = context.WithValue(ctx, baseURLKey{}, h.baseURLFor(r))
+	ctx = withWriteDeadline(ctx, w)
 	if env.Method == "tools/call" {
 		cp, registered, run, cerr := h.checkToolCall(p, env)
 		if cerr != nil {

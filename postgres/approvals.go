@@ -229,6 +229,9 @@ func (w *wtx) StoreApproval(a ladder.Approval) error {
 		return err
 	}
 	_, err = w.exec(`UPDATE approvals SET status = $1, doc = $2 WHERE seq = $3`, string(a.Status), doc, a.Seq)
+	if err == nil {
+		w.notifyApproval(a.Workspace, a.ID)
+	}
 	return err
 }
 
@@ -394,6 +397,7 @@ func (s *Store) UpdateApproval(ctx context.Context, a ladder.Approval, from ladd
 			return err
 		}
 		if tag.RowsAffected() == 1 {
+			w.notifyApproval(a.Workspace, a.ID)
 			return w.appendAudit(nil, audit...)
 		}
 		// Waits for the row, as the UPDATE did: this op needs the answer.

@@ -104,6 +104,9 @@ func (w *wtx) flush() error {
 			return fmt.Errorf("insert audit: %w", err)
 		}
 	}
+	if err := w.flushEvents(); err != nil {
+		return err
+	}
 	if len(w.notify) > 0 {
 		if _, err := w.exec(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, dedupe(w.notify)); err != nil {
 			return fmt.Errorf("notify: %w", err)

@@ -26,6 +26,15 @@ const (
 	EventStep EventKind = "step"
 	// EventKey: a key was created or revoked. KeyID names it.
 	EventKey EventKind = "key"
+	// EventOutbox: an event was written to the outbox (DESIGN.md §8a).
+	// Workspace, EventType and, for an approval's event, ApprovalID name
+	// it: dispatchers deliver it and agents waiting on the approval look
+	// again.
+	EventOutbox EventKind = "outbox"
+	// EventApproval: an approval's status or outcome was stored (decided,
+	// executed, expired). Workspace and ApprovalID name it: agents waiting
+	// on it look again.
+	EventApproval EventKind = "approval"
 	// EventResync: events may have been missed (the listener connected or
 	// reconnected, or the subscriber fell behind). Drop everything cached.
 	EventResync EventKind = "resync"
@@ -33,11 +42,13 @@ const (
 
 // Event is a change committed to the database, by this replica or another.
 type Event struct {
-	Kind      EventKind `json:"kind"`
-	Workspace string    `json:"workspace,omitempty"`
-	Queue     string    `json:"queue,omitempty"`
-	Step      string    `json:"step,omitempty"`
-	KeyID     string    `json:"key_id,omitempty"`
+	Kind       EventKind `json:"kind"`
+	Workspace  string    `json:"workspace,omitempty"`
+	Queue      string    `json:"queue,omitempty"`
+	Step       string    `json:"step,omitempty"`
+	KeyID      string    `json:"key_id,omitempty"`
+	EventType  string    `json:"event_type,omitempty"`
+	ApprovalID string    `json:"approval_id,omitempty"`
 	// Local is true when this Store made the change (its caller may have
 	// invalidated its cache already).
 	Local bool `json:"-"`
@@ -71,6 +82,11 @@ func (s *Store) Subscribe(ctx context.Context) <-chan Event {
 // notifyStep queues an EventStep for the batch's commit.
 func (w *wtx) notifyStep(k ladder.StepKey) {
 	w.queueNotify(Event{Kind: EventStep, Workspace: k.Workspace, Queue: k.Queue, Step: k.Step})
+}
+
+// notifyApproval queues an EventApproval for the batch's commit.
+func (w *wtx) notifyApproval(workspace, id string) {
+	w.queueNotify(Event{Kind: EventApproval, Workspace: workspace, ApprovalID: id})
 }
 
 // notifyKey queues an EventKey for the batch's commit.

@@ -162,6 +162,14 @@ func approvalExpired(id string, at time.Time) error {
 // pending approvals is what stores their expiry (see ladder.ApprovalStore).
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	n := 0
+	var oldest time.Time // the oldest approval still pending
+	defer func() {
+		var ns int64
+		if !oldest.IsZero() {
+			ns = oldest.UnixNano()
+		}
+		s.oldestPending.Store(ns)
+	}()
 	for _, ws := range s.order {
 		// Read in chunks: each row is a whole record, payload and all.
 		q := ladder.ApprovalQuery{Workspace: ws, Status: ladder.ApprovalPending, Limit: pageChunk}
@@ -173,6 +181,9 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 			for _, a := range rows {
 				if a.Status == ladder.ApprovalExpired {
 					n++
+				}
+				if a.Status == ladder.ApprovalPending && (oldest.IsZero() || a.CreatedAt.Before(oldest)) {
+					oldest = a.CreatedAt
 				}
 			}
 			if len(rows) < q.Limit {
@@ -202,7 +213,8 @@ func (s *Service) Reject(ctx context.Context, p ladder.Principal, id string, req
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
-	got, err := s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	e.Event = ladder.ApprovalDecidedEvent(b, "rejected", now)
+	got, err := s.updateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
@@ -274,7 +286,8 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
-	b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
+	e.Event = ladder.ApprovalDecidedEvent(b, decision(edited), now)
+	b, err = s.updateApproval(ctx, b, ladder.ApprovalPending, []ladder.AuditEntry{e})
 	if err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
@@ -317,7 +330,7 @@ func (s *Service) Retry(ctx context.Context, p ladder.Principal, id string) (lad
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
-	if b, err = s.store.UpdateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
+	if b, err = s.updateApproval(ctx, b, ladder.ApprovalApproved, []ladder.AuditEntry{e}); err != nil {
 		return ladder.ApprovalView{}, s.decideErr(id, err)
 	}
 	// Each retry is a new execution with its own idempotency key.
@@ -375,6 +388,7 @@ func (s *Service) runApproved(ctx context.Context, p ladder.Principal, c ladder.
 	if err != nil {
 		return ladder.ApprovalView{}, err
 	}
+	e.Event = executionFailed(b, now)
 	got, err := s.storeApprovalOutcome(ctx, b, e)
 	if err != nil {
 		s.log.ErrorContext(ctx, "record approval outcome", "approval_id", a.ID, "err", err)

@@ -609,7 +609,8 @@ func (s *Service) settleApproval(ctx context.Context, a ladder.Approval, c ladde
 	if err != nil {
 		return false, err
 	}
-	if _, err := s.store.UpdateApproval(ctx, b, from, []ladder.AuditEntry{e}); err != nil {
+	e.Event = executionFailed(b, now)
+	if _, err := s.updateApproval(ctx, b, from, []ladder.AuditEntry{e}); err != nil {
 		if errors.Is(err, ladder.ErrConflict) {
 			return false, nil // settled by someone else first
 		}
@@ -642,7 +643,7 @@ func (s *Service) storeApprovalOutcome(ctx context.Context, b ladder.Approval, e
 		}
 		actx, cancel := context.WithDeadline(ctx, give)
 		var got ladder.Approval
-		got, err = s.store.UpdateApproval(actx, b, ladder.ApprovalExecuting, []ladder.AuditEntry{e})
+		got, err = s.updateApproval(actx, b, ladder.ApprovalExecuting, []ladder.AuditEntry{e})
 		if errors.Is(err, ladder.ErrConflict) {
 			// Stored by an earlier try whose commit reported a failure, or
 			// settled from the call meanwhile.

@@ -554,6 +554,9 @@ func (s *Service) storeApproval(ctx context.Context, p ladder.Principal, ap ladd
 	if err != nil {
 		return ladder.Approval{}, err
 	}
+	if ap.Status == ladder.ApprovalPending {
+		e.Event = ladder.ApprovalRequestedEvent(ap, s.stepLane(ctx, ap))
+	}
 	got, created, err := s.store.CreateApproval(ctx, ap, e)
 	if errors.Is(err, ladder.ErrTooManyPending) {
 		return ladder.Approval{}, s.tooManyPending(s.maxPending)

@@ -233,6 +233,9 @@ func (s *Service) recordGate(ctx context.Context, p ladder.Principal, d gate.Dec
 	if err != nil {
 		return ladder.GateDecisionRecord{}, err
 	}
+	if rec.GateState != gate.StatePass {
+		entry.Event = ladder.GateHeldEvent(rec)
+	}
 	got, err := s.store.RecordGateDecision(ctx, rec, entry)
 	if err != nil {
 		// Nothing was recorded, so no verdict may be returned.

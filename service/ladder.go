@@ -247,6 +247,7 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	case err != nil:
 		return ladder.ReviewResult{}, storeErr("record review", err)
 	}
+	s.laneChanged(change)
 	return ladder.ReviewResult{Review: rv, Lane: state.Lane, LaneChange: change}, nil
 }
 
@@ -319,6 +320,7 @@ func (s *Service) Move(state ladder.StepState, m *rules.Move, actor string, now 
 	if err != nil {
 		return state, nil, nil, err
 	}
+	e.Event = ladder.LaneChangedEvent(*ch)
 	return state, ch, []ladder.AuditEntry{e}, nil
 }
 
@@ -400,9 +402,14 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	if err != nil {
 		return ladder.StepState{}, err
 	}
+	e.Event = ladder.LaneChangedEvent(ch)
 	got, err := s.store.SetLane(ctx, ladder.LaneWrite{Key: key, Change: ch, Pinned: pin, Reason: req.Reason, Audit: []ladder.AuditEntry{e}, IfVersion: state.Version})
 	if errors.Is(err, ladder.ErrConflict) {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step changed while you were pinning it.", Hint: "reload the step and try again"}
+	}
+	if err == nil && (ch.From != to || pin != state.Pinned) {
+		ch.To = to
+		s.laneChanged(&ch)
 	}
 	return got, storeErr("set lane", err)
 }

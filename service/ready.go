@@ -53,6 +53,11 @@ type writePath struct {
 	fail atomic.Pointer[writeFailure]
 	// probing holds a token while a probe runs: one probe at a time.
 	probing chan struct{}
+	// since is the wall time (Unix ns) writes began failing, for the
+	// audit.unavailable event; recovered, when set, is told of the outage
+	// once writes work again.
+	since     atomic.Int64
+	recovered func(since time.Time)
 }
 
 type writeFailure struct {
@@ -104,12 +109,16 @@ func (p *writePath) markOK() {
 func (p *writePath) clear(f *writeFailure) {
 	if p.fail.CompareAndSwap(f, nil) {
 		p.log.Info("durable writes succeed again; /readyz answers ready")
+		if p.recovered != nil {
+			go p.recovered(time.Unix(0, p.since.Load()))
+		}
 	}
 }
 
 // failed records a write that could not be made, answering for hold.
 func (p *writePath) failed(err error, hold time.Duration) {
 	if p.fail.Swap(&writeFailure{at: mono(), hold: hold, err: err}) == nil {
+		p.since.Store(time.Now().UnixNano())
 		p.log.Error("durable writes are failing; /readyz answers not ready until one succeeds", "err", err)
 	}
 }

@@ -70,21 +70,29 @@ type Options struct {
 
 // Service is the application. It is safe for concurrent use.
 type Service struct {
-	store       ladder.Store
-	workspaces  map[string]*ladder.Workspace
-	order       []string
-	rules       map[ladder.StepKey]ladder.Thresholds
-	auditSecret []byte
-	gates       map[string]*gate.Gate
-	now         func() time.Time
-	log         *slog.Logger
-	runner      Runner
-	approvalTTL time.Duration
-	schemas     schemaCache
-	macs        sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
-	limits      limiters
-	maxPending  int
-	maxShadow   int
+	// waiters are the agents waiting on approvals (WaitApproval).
+	waiters waiters
+	// onLaneChange, when set, hears of each lane change this replica
+	// committed (ObserveLaneChanges); oldestPending is the creation time
+	// (Unix ns, 0: none) of the oldest approval pending at the last
+	// ExpireDue.
+	onLaneChange  func(ladder.LaneChange)
+	oldestPending atomic.Int64
+	store         ladder.Store
+	workspaces    map[string]*ladder.Workspace
+	order         []string
+	rules         map[ladder.StepKey]ladder.Thresholds
+	auditSecret   []byte
+	gates         map[string]*gate.Gate
+	now           func() time.Time
+	log           *slog.Logger
+	runner        Runner
+	approvalTTL   time.Duration
+	schemas       schemaCache
+	macs          sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
+	limits        limiters
+	maxPending    int
+	maxShadow     int
 	// shadowDropped counts shadow proposals not stored at the cap.
 	shadowDropped atomic.Uint64
 	// writes remembers how durable writes have been going, for Ready.
@@ -132,6 +140,7 @@ func New(opts Options) (*Service, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.writes = newWritePath(s.log)
+	s.writes.recovered = s.reportOutage
 	s.calls, s.callMargin = newCallBook(), opts.CallMargin
 	if s.callMargin <= 0 {
 		s.callMargin = DefaultCallMargin

@@ -69,6 +69,11 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 			rec.PrevHash, rec.Hash, queue, step); err != nil {
 			return nil, fmt.Errorf("insert audit: %w", err)
 		}
+		if e.Event != nil {
+			if err := w.insertEvent(e.Event); err != nil {
+				return nil, err
+			}
+		}
 		prev = rec.Hash
 		w.head.seq, w.head.hash = seq, prev
 		recs = append(recs, rec)

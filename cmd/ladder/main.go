@@ -72,6 +72,7 @@ func commands() []command {
 		{"review", "record a verdict: review ROUTE_ID --agree|--disagree", cmdReview},
 		{"backtest", "replay recorded reviews under other rules (backtest --rules FILE --since 12w)", cmdBacktest},
 		{"approvals", "list, approve, reject or retry approval requests (against a server)", cmdApprovals},
+		{"webhooks", "list event deliveries or send one again (webhooks list|redeliver, against a server)", cmdWebhooks},
 		{"keys", "create, list or revoke keys (keys create|list|revoke)", cmdKeys},
 		{"gate", "evidence gate: gate functions|authorize|history (authorize exits PASS 0, ESCALATE 1, BYPASS_TO_HUMAN 2, error 3)", cmdGate},
 		{"ask", "ask the autonomy ladder about a step across workspaces: ask STEP --gateway FILE", cmdAsk},

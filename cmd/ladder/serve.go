@@ -143,6 +143,9 @@ type serveOptions struct {
 	// (0: the http package's defaults).
 	maxPerKey, maxPerAddress int
 	bodyTimeout              time.Duration
+	// mounts are extra handlers by pattern (the Slack interactivity
+	// endpoint).
+	mounts map[string]http.Handler
 }
 
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
@@ -158,6 +161,8 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
 	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
+	st.svc.ObserveLaneChanges(metrics.LaneChanges(reg))
+	metrics.OldestPendingApproval(reg, st.svc.OldestPendingApproval)
 	ln := o.listener
 	if ln == nil {
 		var err error
@@ -169,11 +174,19 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	if o.baseURL == "" && o.demo {
 		o.baseURL = url
 	}
+	ev, err := newEventTargets(st, eventBaseURL(o.baseURL, st.cfg, url))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	o.mounts = ev.mounts
 	h, err := newHandler(st, reg, o)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	dispatched := startDispatcher(ctx, st, reg, ev.endpoints)
+	defer dispatched()
 	srv := newHTTPServer(h, st.log)
 	st.log.Info("listening", "addr", ln.Addr().String(), "url", url)
 	if o.ready != nil {

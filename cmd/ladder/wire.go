@@ -88,6 +88,9 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		mounts[oauth.MetadataPath] = meta
 		mounts[oauth.MetadataPath+"/mcp"] = meta
 	}
+	for p, h := range o.mounts {
+		mounts[p] = h
+	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
 		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil

@@ -1,0 +1,47 @@
+package console
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+
+	"github.com/ladderhq/ladder"
+)
+
+// deliveriesData is the webhook deliveries page's data.
+type deliveriesData struct {
+	Filter   ladder.DeliveryListRequest
+	Page     ladder.DeliveryPage
+	Next     template.URL // the next page's link
+	Error    *ladder.Error
+	Statuses []string
+}
+
+// deliveries lists the workspace's event deliveries, newest first: where
+// each event went, how many tries it took, and the dead letters to send
+// again (ladder webhooks redeliver).
+func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := ladder.DeliveryListRequest{Status: q.Get("status"), Endpoint: q.Get("endpoint"), Cursor: q.Get("cursor"), Limit: 25}
+	d := deliveriesData{Filter: f, Statuses: []string{"pending", "delivered", "dead"}}
+	status := http.StatusOK
+	pg, err := h.svc.ListDeliveries(r.Context(), principalOf(r), f)
+	if err != nil {
+		e := ladder.AsError(err)
+		if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
+			return err
+		}
+		d.Error, status = e, http.StatusBadRequest
+	}
+	d.Page = pg
+	if pg.NextCursor != "" {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("cursor", pg.NextCursor)
+		d.Next = template.URL("/console/webhooks?" + nq.Encode())
+	}
+	h.render(w, r, status, "webhooks", page{Title: "Webhook deliveries", Data: d})
+	return nil
+}

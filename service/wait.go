@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ladderhq/ladder"
+)
+
+// MaxApprovalWait is the longest an agent may wait for an approval's
+// outcome in one call.
+const MaxApprovalWait = 60 * time.Second
+
+// waiters are the calls waiting on approvals, by approval id. The zero
+// value is ready to use.
+type waiters struct {
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+// add registers a waiter on id; its channel receives when id may have
+// changed.
+func (w *waiters) add(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]map[chan struct{}]struct{}{}
+	}
+	if w.m[id] == nil {
+		w.m[id] = map[chan struct{}]struct{}{}
+	}
+	w.m[id][ch] = struct{}{}
+	return ch
+}
+
+func (w *waiters) remove(id string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m[id], ch)
+	if len(w.m[id]) == 0 {
+		delete(w.m, id)
+	}
+}
+
+// notify wakes the waiters on id ("" wakes every waiter).
+func (w *waiters) notify(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, chs := range w.m {
+		if id != "" && key != id {
+			continue
+		}
+		for ch := range chs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// ApprovalChanged tells the agents waiting on approval id, on this
+// replica, to look again: another replica stored a change to it (the
+// store's change notifications), or, with id "", changes may have been
+// missed.
+func (s *Service) ApprovalChanged(id string) { s.waiters.notify(id) }
+
+// updateApproval is the store's UpdateApproval, then a word to the agents
+// waiting on the approval here.
+func (s *Service) updateApproval(ctx context.Context, a ladder.Approval, from ladder.ApprovalStatus, audit []ladder.AuditEntry) (ladder.Approval, error) {
+	got, err := s.store.UpdateApproval(ctx, a, from, audit)
+	s.waiters.notify(a.ID) // on an error too: the approval may have expired meanwhile
+	return got, err
+}
+
+// settled reports whether an approval has its final outcome: decided and,
+// when approved, executed (or failed); or expired.
+func settled(st ladder.ApprovalStatus) bool {
+	return st != ladder.ApprovalPending && st != ladder.ApprovalExecuting
+}
+
+// WaitApproval is ApprovalStatus that, for up to wait, waits for the
+// approval's outcome: it answers as soon as the approval is rejected,
+// approved and run, or expired, and with the status then (pending) when
+// the wait ends. It holds no database connection while it waits: it reads
+// when a decision is stored (on any replica) and when the deadline passes.
+func (s *Service) WaitApproval(ctx context.Context, p ladder.Principal, id string, wait time.Duration) (ladder.ApprovalView, error) {
+	if wait < 0 || wait > MaxApprovalWait {
+		return ladder.ApprovalView{}, argError("wait", fmt.Sprintf("%s is out of range", wait), "wait 0 to 60 seconds for the outcome")
+	}
+	if wait == 0 {
+		return s.ApprovalStatus(ctx, p, id)
+	}
+	ch := s.waiters.add(id)
+	defer s.waiters.remove(id, ch)
+	end := time.NewTimer(wait)
+	defer end.Stop()
+	for {
+		v, err := s.ApprovalStatus(ctx, p, id)
+		if err != nil || settled(v.Status) {
+			return v, err
+		}
+		// The store decides expiry by its clock; read again a moment after
+		// the deadline by ours (and so on, should the clocks differ).
+		next := wait
+		if v.Status == ladder.ApprovalPending && !v.ExpiresAt.IsZero() {
+			next = max(time.Until(v.ExpiresAt), 0) + 100*time.Millisecond
+		}
+		expiry := time.NewTimer(next)
+		select {
+		case <-ch:
+		case <-expiry.C:
+		case <-end.C:
+			expiry.Stop()
+			return s.ApprovalStatus(ctx, p, id)
+		case <-ctx.Done():
+			expiry.Stop()
+			return ladder.ApprovalView{}, ctx.Err()
+		}
+		expiry.Stop()
+	}
+}
