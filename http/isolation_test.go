@@ -13,15 +13,18 @@ package http_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
@@ -69,6 +72,7 @@ type isoFixture struct {
 	decisionID string // a gate decision of isoB
 	isoKeyID   string // isoB's agent key id
 	item       string // the item isoB routed
+	auditSeq   string // the seq of an audit record of isoB
 	// secrets are strings of isoB and isoEast data that no other
 	// workspace's answer may contain.
 	secrets map[string]string // value → owning workspace
@@ -111,7 +115,12 @@ func newIsoFixture(t *testing.T) *isoFixture {
 	}
 	f.decisionID, _ = res.Body["decision_id"].(string)
 	f.isoKeyID = isoKeyID(e.Keys[isoB+"/agent"])
-	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID} {
+	recs, err := e.Store.ListAudit(context.Background(), ladder.AuditQuery{Workspace: isoB, Desc: true, Limit: 1})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("fixture: B's last audit record: %v", err)
+	}
+	f.auditSeq = strconv.FormatInt(recs[0].Seq, 10)
+	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID, f.auditSeq} {
 		if v == "" {
 			t.Fatalf("fixture: an id is empty: %+v", f)
 		}

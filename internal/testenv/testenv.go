@@ -24,6 +24,7 @@ import (
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -75,6 +76,9 @@ type Env struct {
 	Keys map[string]string
 	// Registry holds the server's metrics (also served on /metrics).
 	Registry *prometheus.Registry
+	// CheckpointKey is the public half of the key the server signs its
+	// checkpoints with ("" with Options.Unsigned).
+	CheckpointKey string
 }
 
 // Options tune Start.
@@ -119,6 +123,10 @@ type Options struct {
 	// CallMargin is how long past its executor's timeout a call may stay
 	// running before Svc.RecoverCalls marks it unknown (0: the default).
 	CallMargin time.Duration
+	// Unsigned runs without a checkpoint key (serve --unsigned-audit); by
+	// default each Env signs its logs' checkpoints with a key of its own,
+	// whose public half is Env.CheckpointKey.
+	Unsigned bool
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -169,7 +177,17 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	if opts.Runner != nil {
 		runner = opts.Runner
 	}
-	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
+	var signer *translog.Signer
+	if !opts.Unsigned {
+		skey, _, err := translog.GenerateKey("ladder.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signer, err = translog.NewSigner(skey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := service.New(service.Options{Store: svcStore, Checkpoints: signer, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
 		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL,
 		MaxShadowPerStep: opts.MaxShadowPerStep, CallMargin: opts.CallMargin})
 	if err != nil {
@@ -192,7 +210,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	srv := httptest.NewServer(lhttp.New(lhttp.Options{Service: svc, Mounts: map[string]http.Handler{"/mcp": m, "/console/": console.New(console.Options{Service: svc, Secret: []byte("test-console-secret")})}, Registry: reg, MaxInFlight: opts.MaxInFlight,
 		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout}))
 	t.Cleanup(srv.Close)
-	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
+	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg, CheckpointKey: svc.CheckpointKey()}
 	for _, ws := range svc.WorkspaceIDs() {
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
 			_, tok, err := svc.CreateKey(context.Background(), "test", ladder.KeyRequest{Workspace: ws, Kind: kind})
