@@ -88,15 +88,32 @@ func VerifyBundle(r io.Reader, vkey string) (VerifyResult, error) {
 		mem     MemoryReader
 		prevSeq int64
 	)
-	for i := int64(0); ; i++ {
+	next := func(i int64) (BundleLeaf, error) {
 		var l BundleLeaf
 		if err := dec.Decode(&l); errors.Is(err, io.EOF) {
+			return l, err
+		} else if err != nil {
+			return l, fmt.Errorf("export line %d (leaf %d): %w", i+2, i, err)
+		}
+		return l, nil
+	}
+	for i := int64(0); ; i++ {
+		l, err := next(i)
+		if errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return res, fmt.Errorf("export line %d (leaf %d): %w", i+2, i, err)
+			return res, err
 		}
 		rec := l.Record
 		where := fmt.Sprintf("record %d (leaf %d)", rec.Seq, l.Leaf)
+		if l.Leaf > i {
+			// The next leaf tells a reordered pair from a deleted record;
+			// either way the verdict is given here.
+			n, err := next(i + 1)
+			if err == nil && n.Leaf == i {
+				return res, fmt.Errorf("%s is out of place, before record %d (leaf %d): a reordered pair", where, n.Record.Seq, n.Leaf)
+			}
+		}
 		switch {
 		case l.Leaf > i:
 			return res, fmt.Errorf("leaf %d is missing: leaf %d (record %d) follows leaf %d (record %d): a record was deleted", i, l.Leaf, rec.Seq, i-1, prevSeq)

@@ -17,6 +17,7 @@ import (
 	"github.com/ladderhq/ladder/mcp"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -33,7 +34,11 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 			log.Warn(msg)
 		}
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
+	signer, err := checkpointSigner(getenv)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := service.New(service.Options{Store: st, Checkpoints: signer, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
 		MaxShadowPerStep: cfg.Server.MaxShadowProposals})
 	if err != nil {
@@ -98,4 +103,20 @@ func demoURLs(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// checkpointSigner returns the signer of the checkpoint key in
+// LADDER_CHECKPOINT_KEY (the private half `ladder keys checkpoint-key`
+// prints), nil when it is not set, and an error naming the variable when
+// it holds no key.
+func checkpointSigner(getenv func(string) string) (*translog.Signer, error) {
+	skey := getenv("LADDER_CHECKPOINT_KEY")
+	if skey == "" {
+		return nil, nil
+	}
+	s, err := translog.NewSigner(skey)
+	if err != nil {
+		return nil, fmt.Errorf("LADDER_CHECKPOINT_KEY: %w", err)
+	}
+	return s, nil
 }

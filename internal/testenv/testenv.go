@@ -127,6 +127,9 @@ type Options struct {
 	// default each Env signs its logs' checkpoints with a key of its own,
 	// whose public half is Env.CheckpointKey.
 	Unsigned bool
+	// CheckpointKey, when set, is the private checkpoint key to sign with
+	// (replicas of one database share one).
+	CheckpointKey string
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -179,9 +182,12 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	}
 	var signer *translog.Signer
 	if !opts.Unsigned {
-		skey, _, err := translog.GenerateKey("ladder.test")
-		if err != nil {
-			t.Fatal(err)
+		skey := opts.CheckpointKey
+		if skey == "" {
+			var err error
+			if skey, _, err = translog.GenerateKey("ladder.test"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if signer, err = translog.NewSigner(skey); err != nil {
 			t.Fatal(err)
