@@ -65,7 +65,9 @@ func (s *Service) adopt(ctx context.Context) (ladder.TlogMeta, error) {
 		return meta, err
 	}
 	if !res.Intact {
-		return meta, fmt.Errorf("the audit chain is broken at record %d (%s): its records are not taken into the transparency logs until it is repaired", *res.FirstBadSeq, res.Reason)
+		return meta, &ladder.Error{Code: ladder.CodeAuditUnavailable,
+			Message: fmt.Sprintf("The audit chain is broken at record %d, so the transparency logs were not started over it: %s.", *res.FirstBadSeq, res.Reason),
+			Hint:    "run `ladder audit verify` and restore the database from a backup taken before the record was altered"}
 	}
 	won, err := s.store.TlogAdopt(ctx)
 	if err != nil || !won {

@@ -433,3 +433,52 @@ func TestAuditLogPostgresReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLogAdoptsExistingChain: on a database whose records predate the
+// logs, the first integration verifies the chain first; a broken chain is
+// refused naming the record and nothing is integrated, and once it is
+// whole its records become leaves and each workspace's log records that.
+func TestAuditLogAdoptsExistingChain(t *testing.T) {
+	e, db := auditServer(t)
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var subject string
+	if err := conn.QueryRow(`SELECT subject FROM audit WHERE seq = 5`).Scan(&subject); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE tlog_meta SET adopted = 0, legacy_seq = (SELECT MAX(seq) FROM audit)`,
+		`DROP TRIGGER audit_no_update`,
+		`UPDATE audit SET subject = 'altered' WHERE seq = 5`,
+	} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	human := e.Keys["vantrow-bills/human"]
+	res := e.Do("GET", "/v1/audit/checkpoint", human, nil)
+	if res.Status != http.StatusServiceUnavailable || !strings.Contains(string(res.Raw), "AUDIT_UNAVAILABLE") || !strings.Contains(string(res.Raw), "broken at record 5") {
+		t.Fatalf("checkpoint over a broken chain: %d %s", res.Status, res.Raw)
+	}
+	if n, _, err := e.Store.TlogHead(context.Background(), "vantrow-bills"); err != nil || n != 0 {
+		t.Fatalf("a broken chain was integrated: %d leaves (%v)", n, err)
+	}
+	if _, err := conn.Exec(`UPDATE audit SET subject = ? WHERE seq = 5`, subject); err != nil {
+		t.Fatal(err)
+	}
+	res = e.Do("GET", "/v1/audit/checkpoint", human, nil)
+	if res.Status != http.StatusOK {
+		t.Fatalf("checkpoint once the chain is whole: %d %s", res.Status, res.Raw)
+	}
+	starts, err := e.Store.ListAudit(context.Background(), ladder.AuditQuery{Workspace: "vantrow-bills", Kind: ladder.AuditTlogStart})
+	if err != nil || len(starts) != 1 || !strings.Contains(string(starts[0].Data), `"chain_verified_records"`) {
+		t.Fatalf("the log's start record: %v %+v", err, starts)
+	}
+	file := exportLog(t, e)
+	if out, err := verifyExport(t, file, e.CheckpointKey); err != nil {
+		t.Fatalf("export after adoption: %v %s", err, out)
+	}
+}
