@@ -47,6 +47,9 @@ func (s *Service) IntegrateLogs(ctx context.Context) error {
 			return err
 		}
 	}
+	if top <= meta.Watermark {
+		return nil
+	}
 	return s.store.TlogRaiseWatermark(ctx, top)
 }
 

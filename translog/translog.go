@@ -27,6 +27,13 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
+// Store is what the integrator needs: the logs and the audit records they
+// are built over.
+type Store interface {
+	ladder.TlogStore
+	ladder.AuditStore
+}
+
 // IntegrateBatch is the most records one Integrate transaction adds, so a
 // first integration of a long log does not hold the write lock for long.
 const IntegrateBatch = 256
@@ -117,8 +124,21 @@ func Integrate(ctx context.Context, st ladder.TlogStore, workspace string) (adde
 }
 
 // IntegrateAll integrates workspace until every record committed when it
-// started is a leaf, and returns the tree's size.
-func IntegrateAll(ctx context.Context, st ladder.TlogStore, workspace string) (int64, error) {
+// started is a leaf, and returns the tree's size. A log that is up to date
+// costs two reads and no write transaction, so asking for proofs often
+// does not load the write path.
+func IntegrateAll(ctx context.Context, st Store, workspace string) (int64, error) {
+	size, lastSeq, err := st.TlogHead(ctx, workspace)
+	if err != nil {
+		return 0, err
+	}
+	newest, err := st.ListAudit(ctx, ladder.AuditQuery{Workspace: workspace, Desc: true, Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	if len(newest) == 0 || newest[0].Seq <= lastSeq {
+		return size, nil
+	}
 	for {
 		added, size, err := Integrate(ctx, st, workspace)
 		if err != nil {

@@ -482,3 +482,23 @@ func TestAuditLogAdoptsExistingChain(t *testing.T) {
 		t.Fatalf("export after adoption: %v %s", err, out)
 	}
 }
+
+// TestUnsignedAuditSaysSo: a server without a checkpoint key says so in
+// /readyz and refuses checkpoints and the key with a message naming why.
+func TestUnsignedAuditSaysSo(t *testing.T) {
+	e := testenv.StartWith(t, "", testenv.Options{Unsigned: true})
+	res := e.Do("GET", "/readyz", "", nil)
+	if res.Status != http.StatusOK || !strings.Contains(string(res.Raw), `"audit_log":"UNSIGNED`) {
+		t.Errorf("readyz of an unsigned server: %d %s", res.Status, res.Raw)
+	}
+	for _, path := range []string{"/v1/audit/checkpoint", "/.well-known/ladder-checkpoint-key", "/v1/audit/export?format=log"} {
+		res := e.Do("GET", path, e.Keys["vantrow-bills/human"], nil)
+		if res.Status != http.StatusNotFound || !strings.Contains(string(res.Raw), "--unsigned-audit") {
+			t.Errorf("GET %s on an unsigned server: %d %s", path, res.Status, res.Raw)
+		}
+	}
+	signed := testenv.StartWith(t, "", testenv.Options{})
+	if res := signed.Do("GET", "/readyz", "", nil); strings.Contains(string(res.Raw), "UNSIGNED") {
+		t.Errorf("readyz of a signed server: %s", res.Raw)
+	}
+}
