@@ -67,15 +67,16 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		path = filepath.Join(dir, "ladder.db")
 	}
 	// The demo signs its audit checkpoints with a key of its own unless
-	// LADDER_CHECKPOINT_KEY names one; the banner prints the public half.
-	getenv := e.getenv
-	if getenv("LADDER_CHECKPOINT_KEY") == "" {
+	// the environment holds one (server.checkpoint_key_env); the banner
+	// prints the public half.
+	getenv, keyEnv := e.getenv, cfg.Server.CheckpointKeyEnv
+	if getenv(keyEnv) == "" {
 		skey, _, err := translog.GenerateKey("ladder-demo")
 		if err != nil {
 			return err
 		}
 		getenv = func(k string) string {
-			if k == "LADDER_CHECKPOINT_KEY" {
+			if k == keyEnv {
 				return skey
 			}
 			return e.getenv(k)

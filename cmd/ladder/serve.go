@@ -248,7 +248,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if key := st.svc.CheckpointKey(); key != "" {
 		log.Info("audit log checkpoints are signed", "checkpoint_key", key)
 	} else if !*unsigned {
-		return exitError{code: 2, msg: "ladder serve: no checkpoint key: set LADDER_CHECKPOINT_KEY to the private half `ladder keys checkpoint-key` prints (docs/audit-log.md), or start with --unsigned-audit to run without signed audit checkpoints"}
+		return exitError{code: 2, msg: "ladder serve: no checkpoint key: set " + cfg.Server.CheckpointKeyEnv + " (server.checkpoint_key_env) to the private half `ladder keys checkpoint-key` prints (docs/audit-log.md), or start with --unsigned-audit to run without signed audit checkpoints"}
 	} else {
 		log.Warn("UNSIGNED AUDIT LOG: --unsigned-audit: the audit logs' checkpoints are not signed, so nobody outside this server can check that its history was not rewritten; set LADDER_CHECKPOINT_KEY for production")
 	}

@@ -367,6 +367,23 @@ func TestCheckpointKeyStartup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "LADDER_CHECKPOINT_KEY") || !strings.Contains(err.Error(), "private half") {
 		t.Fatalf("serve with the public half as its key: %v", err)
 	}
+	// server.checkpoint_key_env names another variable.
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(t.TempDir(), "named.yaml")
+	if err := os.WriteFile(named, []byte(strings.Replace(string(data), "\nserver:\n", "\nserver:\n  checkpoint_key_env: MY_CHECKPOINT_KEY\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCLI(t, map[string]string{"MY_CHECKPOINT_KEY": pair.Public}, "serve", "--config", named, "--db", filepath.Join(t.TempDir(), "z.db"), "--addr", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "MY_CHECKPOINT_KEY: checkpoint key") {
+		t.Fatalf("serve with server.checkpoint_key_env naming a variable holding a public key: %v", err)
+	}
+	_, _, err = runCLI(t, map[string]string{"LADDER_CHECKPOINT_KEY": pair.Private}, "serve", "--config", named, "--db", filepath.Join(t.TempDir(), "w.db"), "--addr", "127.0.0.1:0")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "set MY_CHECKPOINT_KEY (server.checkpoint_key_env)") {
+		t.Fatalf("serve with the key in the default variable but another one configured: %v", err)
+	}
 }
 
 // TestAuditLogPostgresReplicas: two replicas on one PostgreSQL database,

@@ -34,7 +34,7 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 			log.Warn(msg)
 		}
 	}
-	signer, err := checkpointSigner(getenv)
+	signer, err := checkpointSigner(cfg.Server.CheckpointKeyEnv, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -105,18 +105,19 @@ func demoURLs(cfg *config.Config) []string {
 	return out
 }
 
-// checkpointSigner returns the signer of the checkpoint key in
-// LADDER_CHECKPOINT_KEY (the private half `ladder keys checkpoint-key`
+// checkpointSigner returns the signer of the checkpoint key in the
+// environment variable name (server.checkpoint_key_env, default
+// LADDER_CHECKPOINT_KEY: the private half `ladder keys checkpoint-key`
 // prints), nil when it is not set, and an error naming the variable when
 // it holds no key.
-func checkpointSigner(getenv func(string) string) (*translog.Signer, error) {
-	skey := getenv("LADDER_CHECKPOINT_KEY")
+func checkpointSigner(name string, getenv func(string) string) (*translog.Signer, error) {
+	skey := getenv(name)
 	if skey == "" {
 		return nil, nil
 	}
 	s, err := translog.NewSigner(skey)
 	if err != nil {
-		return nil, fmt.Errorf("LADDER_CHECKPOINT_KEY: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }
