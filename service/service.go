@@ -77,6 +77,7 @@ type Service struct {
 	rules       map[ladder.StepKey]ladder.Thresholds
 	auditSecret []byte
 	checkpoints *translog.Signer
+	adoption    adoption
 	gates       map[string]*gate.Gate
 	now         func() time.Time
 	log         *slog.Logger

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -58,20 +60,35 @@ func (s *Service) IntegrateLogs(ctx context.Context) error {
 // workspace with records gets an AuditTlogStart record saying how far it
 // verified. A broken chain is never adopted: the logs stay off and the
 // error names the first bad record.
+//
+// The walk reads every record, so one runs at a time in this process, and a
+// broken chain's verdict is kept for adoptRetry: requests for checkpoints
+// cannot make the server walk a long chain over and over.
 func (s *Service) adopt(ctx context.Context) (ladder.TlogMeta, error) {
 	meta, err := s.store.TlogMeta(ctx)
 	if err != nil || meta.Adopted {
 		return meta, err
+	}
+	s.adoption.mu.Lock()
+	defer s.adoption.mu.Unlock()
+	if meta, err = s.store.TlogMeta(ctx); err != nil || meta.Adopted {
+		return meta, err
+	}
+	if s.adoption.err != nil && s.now().Sub(s.adoption.at) < adoptRetry {
+		return meta, s.adoption.err
 	}
 	res, err := AuditReader{Store: s.store}.Verify(ctx)
 	if err != nil {
 		return meta, err
 	}
 	if !res.Intact {
-		return meta, &ladder.Error{Code: ladder.CodeAuditUnavailable,
+		s.adoption.at = s.now()
+		s.adoption.err = &ladder.Error{Code: ladder.CodeAuditUnavailable,
 			Message: fmt.Sprintf("The audit chain is broken at record %d, so the transparency logs were not started over it: %s.", *res.FirstBadSeq, res.Reason),
 			Hint:    "run `ladder audit verify` and restore the database from a backup taken before the record was altered"}
+		return meta, s.adoption.err
 	}
+	s.adoption.err = nil
 	won, err := s.store.TlogAdopt(ctx)
 	if err != nil || !won {
 		meta.Adopted = err == nil
@@ -129,6 +146,17 @@ func (s *Service) integrate(ctx context.Context, ws string) (ladder.TlogCheckpoi
 		return ladder.TlogCheckpoint{}, err
 	}
 	return s.store.SaveCheckpoint(ctx, ladder.TlogCheckpoint{Workspace: ws, Size: size, Root: root, Note: note, At: at})
+}
+
+// adoptRetry is how long a broken legacy chain's verdict stands before the
+// chain is walked again.
+const adoptRetry = time.Minute
+
+// adoption serializes adopt in one process and keeps its last failure.
+type adoption struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
 }
 
 // logWorkspace is the one log p may read: its key's workspace. An admin
