@@ -16,6 +16,7 @@ import (
 type Store interface {
 	KeyStore
 	AuditStore
+	TlogStore
 	LadderStore
 	GateStore
 	ApprovalStore

@@ -17,6 +17,7 @@
 //	server:                      # optional; every field has a default
 //	  approval_ttl: 72h
 //	  audit_secret_env: LADDER_AUDIT_SECRET
+//	  checkpoint_key_env: LADDER_CHECKPOINT_KEY
 //	  rate_limit: {per_second: 20, burst: 40}
 //	workspaces:
 //	  - id: vantrow-bills
@@ -64,9 +65,11 @@ const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultApprovalTTL    = 72 * time.Hour
 	DefaultAuditSecretEnv = "LADDER_AUDIT_SECRET"
-	DefaultRatePerSecond  = 20.0
-	DefaultRateBurst      = 40
-	DefaultTimeout        = 10 * time.Second
+	// DefaultCheckpointKeyEnv is server.checkpoint_key_env's default.
+	DefaultCheckpointKeyEnv = "LADDER_CHECKPOINT_KEY"
+	DefaultRatePerSecond    = 20.0
+	DefaultRateBurst        = 40
+	DefaultTimeout          = 10 * time.Second
 	// DefaultMaxShadowProposals is server.max_shadow_proposals's default.
 	DefaultMaxShadowProposals = 1000
 )
@@ -116,6 +119,9 @@ type Server struct {
 	// AuditSecretEnv names the environment variable holding the secret of
 	// blind audit sampling; see AuditSecret.
 	AuditSecretEnv string
+	// CheckpointKeyEnv names the environment variable holding the private
+	// key that signs the audit logs' checkpoints (docs/audit-log.md).
+	CheckpointKeyEnv string
 	// RatePerSecond and RateBurst are the per-key token bucket.
 	RatePerSecond float64
 	RateBurst     int

@@ -104,6 +104,7 @@ func (b *builder) server(fs *fileServer, data []byte) Server {
 		Listen:             DefaultListen,
 		ApprovalTTL:        DefaultApprovalTTL,
 		AuditSecretEnv:     DefaultAuditSecretEnv,
+		CheckpointKeyEnv:   DefaultCheckpointKeyEnv,
 		RatePerSecond:      DefaultRatePerSecond,
 		RateBurst:          DefaultRateBurst,
 		MaxShadowProposals: DefaultMaxShadowProposals,
@@ -138,6 +139,12 @@ func (b *builder) server(fs *fileServer, data []byte) Server {
 			b.fail("server.audit_secret_env", "%q is not an environment variable name; expected letters, digits and _ (the secret itself never goes in this file)", fs.AuditSecretEnv)
 		}
 		s.AuditSecretEnv = fs.AuditSecretEnv
+	}
+	if fs.CheckpointKeyEnv != "" {
+		if !envPattern.MatchString(fs.CheckpointKeyEnv) {
+			b.fail("server.checkpoint_key_env", "%q is not an environment variable name; expected letters, digits and _ (the key itself never goes in this file)", fs.CheckpointKeyEnv)
+		}
+		s.CheckpointKeyEnv = fs.CheckpointKeyEnv
 	}
 	if rl := fs.RateLimit; rl != nil {
 		if rl.PerSecond != nil {

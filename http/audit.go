@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/service"
 )
 
 // auditRoutes registers the audit trail's REST endpoints: the filtered
@@ -88,6 +89,9 @@ const (
 // instead of a short export that looks whole.
 func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	if q.Get("format") == service.AuditFormatLog {
+		return s.auditLogExport(w, r)
+	}
 	req, err := auditRequest(q, "format")
 	if err != nil {
 		return err

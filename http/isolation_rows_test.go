@@ -33,6 +33,7 @@ var (
 	pProgram  = isoProbe{name: "scope program", value: func(*isoFixture) string { return "partner-2031" }, absent: "partner-9999", owners: []string{isoEast}}
 	pKey      = isoProbe{name: "key", value: func(f *isoFixture) string { return f.isoKeyID }, owners: []string{isoB}}
 	pDelivery = isoProbe{name: "delivery", value: func(f *isoFixture) string { return f.deliveryID }, owners: []string{isoB}}
+	pSeq      = isoProbe{name: "audit record", value: func(f *isoFixture) string { return f.auditSeq }, absent: "987654321", owners: []string{isoB}}
 	pKeyWS    = isoProbe{name: "workspace", value: func(*isoFixture) string { return isoB }, absent: "qqqqqqq-qqqqq", owners: []string{isoB}}
 )
 
@@ -118,6 +119,11 @@ func isoRESTRows() []isoRESTRow {
 		}},
 		{pattern: "GET /v1/audit/export", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/export?format=csv")},
 		{pattern: "GET /v1/audit/verify", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/verify")},
+		{pattern: "GET /v1/audit/checkpoint", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/checkpoint")},
+		{pattern: "GET /v1/audit/consistency", kinds: []string{"human", "admin"}, list: isoGet("/v1/audit/consistency?from=1&to=1")},
+		{pattern: "GET /v1/audit/records/{seq}/proof", kinds: []string{"human", "admin"}, probes: []isoProbe{pSeq},
+			req: func(v string) (string, string, any) { return "GET", "/v1/audit/records/" + v + "/proof", nil }},
+		{pattern: "GET /.well-known/ladder-checkpoint-key", public: true, list: isoGet("/.well-known/ladder-checkpoint-key")},
 		{pattern: "POST /v1/import", kinds: []string{"admin"}, probes: []isoProbe{pStep}, req: func(v string) (string, string, any) {
 			return "POST", "/v1/import?format=jsonl", `{"type":"review","at":"2026-09-01T10:00:00Z","step":"` + v + `","item":"ISO-1","lane":"shadow","verdict":"agree"}`
 		}},

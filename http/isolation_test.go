@@ -13,12 +13,14 @@ package http_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +73,7 @@ type isoFixture struct {
 	deliveryID string // a delivery of an event of isoB
 	isoKeyID   string // isoB's agent key id
 	item       string // the item isoB routed
+	auditSeq   string // the seq of an audit record of isoB
 	// secrets are strings of isoB and isoEast data that no other
 	// workspace's answer may contain.
 	secrets map[string]string // value → owning workspace
@@ -121,7 +124,12 @@ func newIsoFixture(t *testing.T) *isoFixture {
 	if ds, err := e.Store.ListDeliveries(t.Context(), ladder.DeliveryQuery{Workspace: isoB}); err == nil && len(ds) > 0 {
 		f.deliveryID = ds[0].ID
 	}
-	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID, f.deliveryID} {
+	recs, err := e.Store.ListAudit(context.Background(), ladder.AuditQuery{Workspace: isoB, Desc: true, Limit: 1})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("fixture: B's last audit record: %v", err)
+	}
+	f.auditSeq = strconv.FormatInt(recs[0].Seq, 10)
+	for _, v := range []string{f.routeID, f.approvalID, f.eastApprID, f.decisionID, f.isoKeyID, f.deliveryID, f.auditSeq} {
 		if v == "" {
 			t.Fatalf("fixture: an id is empty: %+v", f)
 		}

@@ -175,7 +175,11 @@ func (s *Server) routes() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": strings.TrimSuffix(le.Message, ".") + "; " + le.Hint})
 			return nil
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		ready := map[string]string{"status": "ready"}
+		if s.svc.CheckpointKey() == "" {
+			ready["audit_log"] = "UNSIGNED: this server signs no checkpoints of the audit logs (--unsigned-audit); nobody outside can check its history"
+		}
+		writeJSON(w, http.StatusOK, ready)
 		return nil
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
@@ -187,6 +191,7 @@ func (s *Server) routes() {
 	s.capabilityRoutes()
 	s.gateRoutes()
 	s.auditRoutes()
+	s.tlogRoutes()
 	s.importRoutes()
 	s.webhookRoutes()
 

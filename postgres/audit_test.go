@@ -44,7 +44,9 @@ func TestMigration0011Backfills(t *testing.T) {
 		`ALTER TABLE audit DROP COLUMN queue, DROP COLUMN step`,
 		// Back to the schema before 0011: what later migrations made goes
 		// too, since migrations apply above the newest one applied.
-		`DROP TABLE deliveries, outbox`, `DELETE FROM schema_migrations WHERE version >= 11`,
+		`DROP TABLE deliveries, outbox`,
+		`DROP TABLE tlog_head, tlog_leaf, tlog_hash, tlog_checkpoint, tlog_meta`,
+		`DELETE FROM schema_migrations WHERE version >= 11`,
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -71,6 +73,11 @@ func TestMigration0011Backfills(t *testing.T) {
 	}
 	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 6 {
 		t.Errorf("verify after the migration: %d, %v", n, err)
+	}
+	// Migration 0012 notes the records written before the logs, to be
+	// verified before they become leaves.
+	if m, err := s.TlogMeta(t.Context()); err != nil || m.LegacySeq != 6 || m.Adopted {
+		t.Errorf("tlog meta after 0012 on 6 records: %+v, %v; want legacy_seq 6, not adopted", m, err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
+	"github.com/ladderhq/ladder/translog"
 )
 
 // Options configure a Service.
@@ -41,6 +42,9 @@ type Options struct {
 	ApprovalTTL time.Duration
 	// AuditSecret keys the blind audit sampling hash; agents never see it.
 	AuditSecret []byte
+	// Checkpoints signs the workspaces' transparency log checkpoints; nil
+	// runs unsigned (serve --unsigned-audit).
+	Checkpoints *translog.Signer
 	Now         func() time.Time
 	Logger      *slog.Logger
 
@@ -83,6 +87,8 @@ type Service struct {
 	order         []string
 	rules         map[ladder.StepKey]ladder.Thresholds
 	auditSecret   []byte
+	checkpoints   *translog.Signer
+	adoption      adoption
 	gates         map[string]*gate.Gate
 	now           func() time.Time
 	log           *slog.Logger
@@ -116,6 +122,7 @@ func New(opts Options) (*Service, error) {
 	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
 	s.gates = opts.Gates
 	s.tokens = opts.Tokens
+	s.checkpoints = opts.Checkpoints
 	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL
 	if s.approvalTTL <= 0 {
 		s.approvalTTL = 72 * time.Hour

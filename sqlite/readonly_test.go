@@ -114,7 +114,10 @@ func undo0011(t *testing.T, path string) {
 	defer raw.Close()
 	for _, stmt := range []string{
 		`DROP INDEX audit_by_workspace_kind`, `DROP INDEX audit_by_workspace_step`,
-		`ALTER TABLE audit DROP COLUMN queue`, `ALTER TABLE audit DROP COLUMN step`, `DELETE FROM schema_migrations WHERE version = 11`,
+		`ALTER TABLE audit DROP COLUMN queue`, `ALTER TABLE audit DROP COLUMN step`,
+		// Nor has it the migrations after 0011.
+		`DROP TABLE tlog_head`, `DROP TABLE tlog_leaf`, `DROP TABLE tlog_hash`, `DROP TABLE tlog_checkpoint`, `DROP TABLE tlog_meta`,
+		`DELETE FROM schema_migrations WHERE version >= 11`,
 	} {
 		if _, err := raw.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -180,5 +183,10 @@ func TestMigration0011Backfills(t *testing.T) {
 	}
 	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 7 {
 		t.Errorf("verify after the migration: %d, %v", n, err)
+	}
+	// Migration 0012 notes the 6 records written before the logs, to be
+	// verified before they become leaves.
+	if m, err := s.TlogMeta(t.Context()); err != nil || m.LegacySeq != 6 || m.Adopted {
+		t.Errorf("tlog meta after 0012 on 6 records: %+v, %v; want legacy_seq 6, not adopted", m, err)
 	}
 }

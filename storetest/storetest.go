@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 	tests = append(tests, laneEpochTests...)
 	tests = append(tests, sessionTests...)
 	tests = append(tests, eventTests...)
+	tests = append(tests, tlogTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {

@@ -13,11 +13,17 @@ import (
 	"github.com/ladderhq/ladder/service"
 )
 
-const auditUsage = `usage: ladder audit list|verify|export [flags]
+const auditUsage = `usage: ladder audit list|verify|export|verify-export|witness [flags]
 
-  list     the audit trail, newest first, filtered and paged
-  verify   walk the hash chain; exit 1 when it is broken
-  export   every matching record, oldest first, as JSON lines or CSV
+  list           the audit trail, newest first, filtered and paged
+  verify         walk the hash chain; exit 1 when it is broken
+  export         every matching record, oldest first, as JSON lines or CSV;
+                 --format log: the workspace's whole log with its signed
+                 checkpoint, for verify-export (from a server)
+  verify-export  verify a --format log export offline: ladder audit
+                 verify-export --key PUBKEY FILE; exit 1 naming what fails
+  witness        check the server's latest checkpoint extends the last one
+                 seen: --server URL --key KEY --pubkey PUBKEY --state DIR
 
 Against a server (the key's workspace; a human or admin key):
   --server URL --key KEY      (or LADDER_SERVER, LADDER_KEY)
@@ -49,8 +55,12 @@ func cmdAudit(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stdout, auditUsage)
 		return nil
 	case "list", "verify", "export":
+	case "verify-export":
+		return cmdVerifyExport(e, args[1:])
+	case "witness":
+		return cmdWitness(ctx, e, args[1:])
 	default:
-		return exitError{code: 3, msg: fmt.Sprintf("ladder audit: unknown subcommand %q; use list, verify or export", sub)}
+		return exitError{code: 3, msg: fmt.Sprintf("ladder audit: unknown subcommand %q; use list, verify, export, verify-export or witness", sub)}
 	}
 	fs := flag.NewFlagSet("audit "+sub, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -71,7 +81,7 @@ func cmdAudit(ctx context.Context, e env, args []string) error {
 		f.limit = fs.Int("limit", 0, "records per page, 1–500 (default 50)")
 		f.cursor = fs.String("cursor", "", "continue from a previous page's next cursor")
 	case "export":
-		f.format = fs.String("format", ladder.AuditFormatJSONL, "jsonl (one record per line, as stored) or csv")
+		f.format = fs.String("format", ladder.AuditFormatJSONL, "jsonl (one record per line, as stored), csv, or log (the workspace's log with its signed checkpoint, from a server; see docs/audit-log.md)")
 	}
 	// -h asks for the usage: it goes to stdout and is no failure. After a
 	// bad flag it goes to stderr with the error.
@@ -107,6 +117,9 @@ func cmdAudit(ctx context.Context, e env, args []string) error {
 		return exitError{code: 3, msg: "ladder audit: --workspace goes with --db; a server answers for the key's workspace"}
 	}
 	req := f.request()
+	if f.format != nil && *f.format == service.AuditFormatLog && local {
+		return exitError{code: 3, msg: "ladder audit export --format log: the log export comes from a server, which signs its checkpoint; pass --server and a human or admin --key"}
+	}
 
 	var a auditAPI
 	if local {

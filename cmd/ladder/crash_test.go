@@ -184,7 +184,7 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 	addr := freeAddr(t)
 	env := append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "LADDER_AUDIT_SECRET=crash-test")
 	env = append(env, extraEnv...)
-	srv := &crashServer{t: t, bin: bin, args: []string{"serve", "--config", cfgPath, "--db", db, "--addr", addr, "--max-inflight-per-key", "256"}, env: env, url: "http://" + addr, log: logFile}
+	srv := &crashServer{t: t, bin: bin, args: []string{"serve", "--unsigned-audit", "--config", cfgPath, "--db", db, "--addr", addr, "--max-inflight-per-key", "256"}, env: env, url: "http://" + addr, log: logFile}
 	srv.start()
 	defer func() {
 		if srv.cmd.ProcessState == nil {

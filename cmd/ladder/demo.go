@@ -17,6 +17,7 @@ import (
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/translog"
 )
 
 // demoKeys is the keys file `ladder demo` writes.
@@ -65,7 +66,23 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "ladder.db")
 	}
-	st, err := openStackWith(ctx, cfg, path, e.getenv, log, stackOptions{noSteps: true})
+	// The demo signs its audit checkpoints with a key of its own unless
+	// the environment holds one (server.checkpoint_key_env); the banner
+	// prints the public half.
+	getenv, keyEnv := e.getenv, cfg.Server.CheckpointKeyEnv
+	if getenv(keyEnv) == "" {
+		skey, _, err := translog.GenerateKey("ladder-demo")
+		if err != nil {
+			return err
+		}
+		getenv = func(k string) string {
+			if k == keyEnv {
+				return skey
+			}
+			return e.getenv(k)
+		}
+	}
+	st, err := openStackWith(ctx, cfg, path, getenv, log, stackOptions{noSteps: true})
 	if err != nil {
 		return err
 	}
@@ -117,7 +134,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		if gwErr != nil {
 			fmt.Fprintln(e.stderr, "ladder demo:", gwErr)
 		}
-		printDemoBanner(e, demoBanner{url: url, db: path, temporary: temporary, keysFile: *keysFile, envFile: *envFile, gatewayFile: *gatewayFile, gatewayWritten: gwErr == nil}, keys)
+		printDemoBanner(e, demoBanner{url: url, db: path, temporary: temporary, keysFile: *keysFile, envFile: *envFile, gatewayFile: *gatewayFile, gatewayWritten: gwErr == nil, checkpointKey: st.svc.CheckpointKey()}, keys)
 		return nil
 	}})
 }
@@ -183,6 +200,7 @@ type demoBanner struct {
 	gatewayFile string
 	// gatewayWritten is false when the gateway file could not be written.
 	gatewayWritten bool
+	checkpointKey  string // the public half of the audit checkpoint key
 }
 
 func printDemoBanner(e env, b demoBanner, keys demoKeys) {
@@ -196,6 +214,7 @@ func printDemoBanner(e env, b demoBanner, keys demoKeys) {
 		db += " (temporary, removed when the demo stops; keep one with --db)"
 	}
 	fmt.Fprintf(w, "Database: %s\n", db)
+	fmt.Fprintf(w, "Audit:    checkpoints signed by %s (also at %s/.well-known/ladder-checkpoint-key)\n", b.checkpointKey, b.url)
 	fmt.Fprintf(w, "Keys:     %s, and as shell variables in %s (in another terminal: . ./%s)\n", b.keysFile, b.envFile, filepath.Base(b.envFile))
 	if b.gatewayWritten {
 		fmt.Fprintf(w, "Gateway:  %s (try: ladder ask \"Check the fuel surcharge\" --gateway %s)\n", b.gatewayFile, b.gatewayFile)

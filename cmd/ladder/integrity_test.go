@@ -26,7 +26,7 @@ func serveOnce(t *testing.T, cfg, db string) (log, metrics string) {
 	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--db", db, "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+		done <- run(ctx, []string{"serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

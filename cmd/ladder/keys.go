@@ -14,6 +14,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/translog"
 )
 
 // localFlags are the flags of commands that work on a config and a database
@@ -57,12 +58,15 @@ func (l localFlags) openWith(ctx context.Context, e env, readOnly bool) (*stack,
 }
 
 func cmdKeys(ctx context.Context, e env, args []string) error {
-	const usage = "usage: ladder keys create|list|revoke [flags]\n\nRun 'ladder keys SUBCOMMAND -h' for a subcommand's flags."
+	const usage = "usage: ladder keys create|list|revoke|checkpoint-key [flags]\n\nRun 'ladder keys SUBCOMMAND -h' for a subcommand's flags."
 	if len(args) == 0 {
 		return exitError{code: 3, msg: usage}
 	}
 	if ok, err := subcommandHelp(e, args, usage); ok {
 		return err
+	}
+	if args[0] == "checkpoint-key" {
+		return cmdCheckpointKey(e, args[1:])
 	}
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -143,7 +147,7 @@ func cmdKeys(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "Revoked key %s (%s, %s).\n", k.ID, k.Kind, k.Workspace)
 		return nil
 	}
-	return exitError{code: 3, msg: fmt.Sprintf("ladder keys: unknown subcommand %q; use create, list or revoke", args[0])}
+	return exitError{code: 3, msg: fmt.Sprintf("ladder keys: unknown subcommand %q; use create, list, revoke or checkpoint-key", args[0])}
 }
 
 // refusal prints a refusal the way every CLI command does: its name, its
@@ -188,4 +192,26 @@ func cliTerms() *strings.Replacer {
 // cliHint is a refusal's hint or message in the CLI's terms.
 func cliHint(hint string) string {
 	return cliTerms().Replace(hint)
+}
+
+// cmdCheckpointKey generates an audit checkpoint key pair and prints both
+// halves: the private half for the server (LADDER_CHECKPOINT_KEY), the
+// public half for everyone who verifies (witnesses, offline verifiers).
+func cmdCheckpointKey(e env, args []string) error {
+	fs := flag.NewFlagSet("keys checkpoint-key", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	name := fs.String("name", "ladder", "the server's name in the key and in every checkpoint's origin line (letters, digits, . - _; e.g. ladder.example.com)")
+	asJSON := fs.Bool("json", false, "print the pair as JSON")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	skey, vkey, err := translog.GenerateKey(*name)
+	if err != nil {
+		return exitError{code: 3, msg: fmt.Sprintf("ladder keys checkpoint-key: %v (--name takes letters, digits and . - _)", err)}
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]string{"private": skey, "public": vkey})
+	}
+	fmt.Fprintf(e.stdout, "Audit checkpoint key %q.\n\nPrivate half: give it to every ladder serve replica as LADDER_CHECKPOINT_KEY; keep it secret.\n\n  %s\n\nPublic half: publish it; witnesses and ladder audit verify-export --key check checkpoints with it.\n\n  %s\n", *name, skey, vkey)
+	return nil
 }

@@ -139,7 +139,7 @@ func launchServe(t *testing.T, bin, name, cfg, db string, env ...string) (*serve
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--db", db, "--addr", addr)
+	cmd := exec.Command(bin, "serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr)
 	cmd.Env = append(os.Environ(), env...)
 	p := &serveProcess{Name: name, URL: "http://" + addr, cmd: cmd, log: &lockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log

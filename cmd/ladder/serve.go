@@ -199,6 +199,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	go func() { errc <- srv.Serve(ln) }()
 	go expireLoop(ctx, st)
 	go recoverLoop(ctx, st)
+	go tlogLoop(ctx, st)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -249,6 +250,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	maxInFlight := fs.Int("max-inflight", lhttp.DefaultMaxInFlight, "requests served at once; more are answered 503 OVERLOADED instead of queueing (negative: no cap)")
 	maxPerKey := fs.Int("max-inflight-per-key", lhttp.DefaultMaxInFlightPerKey, "requests one key may have in progress, bodies being read included; more are answered 429 RATE_LIMITED (negative: no cap)")
 	maxPerAddress := fs.Int("max-inflight-per-address", lhttp.DefaultMaxInFlightPerAddress, "requests without a valid key (console, keyless /mcp) one client address (IPv4, or IPv6 /64) may have in progress; more are answered 429 RATE_LIMITED (negative: no cap; behind a proxy every client has its address)")
+	unsigned := fs.Bool("unsigned-audit", false, "run without a checkpoint key: the audit logs' checkpoints are not signed and no witness can check them (not for production)")
 	bodyTimeout := fs.Duration("body-timeout", lhttp.DefaultBodyTimeout, "time to read a whole request body; a body not in by then is answered 408 BODY_TIMEOUT")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -263,6 +265,13 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if key := st.svc.CheckpointKey(); key != "" {
+		log.Info("audit log checkpoints are signed", "checkpoint_key", key)
+	} else if !*unsigned {
+		return exitError{code: 2, msg: "ladder serve: no checkpoint key: set " + cfg.Server.CheckpointKeyEnv + " (server.checkpoint_key_env) to the private half `ladder keys checkpoint-key` prints (docs/audit-log.md), or start with --unsigned-audit to run without signed audit checkpoints"}
+	} else {
+		log.Warn("UNSIGNED AUDIT LOG: --unsigned-audit: the audit logs' checkpoints are not signed, so nobody outside this server can check that its history was not rewritten; set LADDER_CHECKPOINT_KEY for production")
+	}
 	if uses := demoURLs(cfg); len(uses) > 0 {
 		// A config started from `ladder demo --print-config` keeps working,
 		// loudly: its demo: executors get the built-in stand-in systems.
@@ -320,6 +329,33 @@ func recoverLoop(ctx context.Context, st *stack) {
 			st.log.Warn("recover calls", "err", err)
 		} else if r.MarkedUnknown > 0 || r.ApprovalsSettled > 0 {
 			st.log.Info("recovered calls", "marked_unknown", r.MarkedUnknown, "approvals_settled", r.ApprovalsSettled)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tlogInterval is how often serve integrates new audit records into the
+// workspaces' logs and signs the grown logs' checkpoints.
+const tlogInterval = 3 * time.Second
+
+// tlogLoop runs service.IntegrateLogs at start and every tlogInterval.
+func tlogLoop(ctx context.Context, st *stack) {
+	t := time.NewTicker(tlogInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		if err := st.svc.IntegrateLogs(ctx); err != nil && ctx.Err() == nil {
+			if !failing {
+				st.log.Error("audit logs: integrate", "err", err)
+			}
+			failing = true
+		} else if failing {
+			st.log.Info("audit logs: integrating again")
+			failing = false
 		}
 		select {
 		case <-ctx.Done():

@@ -18,6 +18,7 @@ import (
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -40,7 +41,11 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 			log.Warn(msg)
 		}
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
+	signer, err := checkpointSigner(cfg.Server.CheckpointKeyEnv, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := service.New(service.Options{Store: st, Checkpoints: signer, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
 		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens})
 	if err != nil {
@@ -118,4 +123,21 @@ func demoURLs(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// checkpointSigner returns the signer of the checkpoint key in the
+// environment variable name (server.checkpoint_key_env, default
+// LADDER_CHECKPOINT_KEY: the private half `ladder keys checkpoint-key`
+// prints), nil when it is not set, and an error naming the variable when
+// it holds no key.
+func checkpointSigner(name string, getenv func(string) string) (*translog.Signer, error) {
+	skey := getenv(name)
+	if skey == "" {
+		return nil, nil
+	}
+	s, err := translog.NewSigner(skey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
 }

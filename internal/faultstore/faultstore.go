@@ -565,3 +565,91 @@ func (s *Store) ImportRecords(ctx context.Context, fn func(tx ladder.ImportTx) e
 	}
 	return s.next.ImportRecords(ctx, fn)
 }
+
+// IntegrateTx implements ladder.Store.
+func (s *Store) IntegrateTx(ctx context.Context, ws string, fn func(ladder.TlogTx) error) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.IntegrateTx(ctx, ws, fn)
+}
+
+// TlogHead implements ladder.Store.
+func (s *Store) TlogHead(ctx context.Context, ws string) (int64, int64, error) {
+	if err := s.read(ctx); err != nil {
+		return 0, 0, err
+	}
+	return s.next.TlogHead(ctx, ws)
+}
+
+// TlogHashes implements ladder.Store.
+func (s *Store) TlogHashes(ctx context.Context, ws string, indexes []int64) ([][32]byte, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.TlogHashes(ctx, ws, indexes)
+}
+
+// TlogLeafOf implements ladder.Store.
+func (s *Store) TlogLeafOf(ctx context.Context, ws string, seq int64) (int64, error) {
+	if err := s.read(ctx); err != nil {
+		return 0, err
+	}
+	return s.next.TlogLeafOf(ctx, ws, seq)
+}
+
+// TlogPendingWorkspaces implements ladder.Store.
+func (s *Store) TlogPendingWorkspaces(ctx context.Context, after int64) ([]string, int64, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, 0, err
+	}
+	return s.next.TlogPendingWorkspaces(ctx, after)
+}
+
+// TlogMeta implements ladder.Store.
+func (s *Store) TlogMeta(ctx context.Context) (ladder.TlogMeta, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.TlogMeta{}, err
+	}
+	return s.next.TlogMeta(ctx)
+}
+
+// TlogAdopt implements ladder.Store.
+func (s *Store) TlogAdopt(ctx context.Context) (bool, error) {
+	if err := s.write(ctx); err != nil {
+		return false, err
+	}
+	return s.next.TlogAdopt(ctx)
+}
+
+// TlogUnadopt implements ladder.Store.
+func (s *Store) TlogUnadopt(ctx context.Context) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.TlogUnadopt(ctx)
+}
+
+// TlogRaiseWatermark implements ladder.Store.
+func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
+	if err := s.write(ctx); err != nil {
+		return err
+	}
+	return s.next.TlogRaiseWatermark(ctx, seq)
+}
+
+// SaveCheckpoint implements ladder.Store.
+func (s *Store) SaveCheckpoint(ctx context.Context, c ladder.TlogCheckpoint) (ladder.TlogCheckpoint, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.TlogCheckpoint{}, err
+	}
+	return s.next.SaveCheckpoint(ctx, c)
+}
+
+// LatestCheckpoint implements ladder.Store.
+func (s *Store) LatestCheckpoint(ctx context.Context, ws string) (ladder.TlogCheckpoint, error) {
+	if err := s.read(ctx); err != nil {
+		return ladder.TlogCheckpoint{}, err
+	}
+	return s.next.LatestCheckpoint(ctx, ws)
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -78,6 +79,9 @@ type Env struct {
 	Keys map[string]string
 	// Registry holds the server's metrics (also served on /metrics).
 	Registry *prometheus.Registry
+	// CheckpointKey is the public half of the key the server signs its
+	// checkpoints with ("" with Options.Unsigned).
+	CheckpointKey string
 }
 
 // Options tune Start.
@@ -132,6 +136,13 @@ type Options struct {
 	// OAuth tunes the token verifier built when the config has an
 	// identity section (Identity is taken from the config).
 	OAuth oauth.Options
+	// Unsigned runs without a checkpoint key (serve --unsigned-audit); by
+	// default each Env signs its logs' checkpoints with a key of its own,
+	// whose public half is Env.CheckpointKey.
+	Unsigned bool
+	// CheckpointKey, when set, is the private checkpoint key to sign with
+	// (replicas of one database share one).
+	CheckpointKey string
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -204,7 +215,20 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		verifier = oauth.New(o)
 		tokens, challenge = verifier, verifier.Challenge
 	}
-	svc, err := service.New(service.Options{Store: svcStore, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
+	var signer *translog.Signer
+	if !opts.Unsigned {
+		skey := opts.CheckpointKey
+		if skey == "" {
+			var err error
+			if skey, _, err = translog.GenerateKey("ladder.test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if signer, err = translog.NewSigner(skey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := service.New(service.Options{Store: svcStore, Checkpoints: signer, Workspaces: wss, Rules: th, AuditSecret: []byte("test-secret"), Now: clock.Now, Gates: gates, Runner: runner,
 		RatePerSecond: opts.RatePerSecond, RateBurst: opts.RateBurst, MaxPendingPerKey: opts.MaxPendingPerKey, ApprovalTTL: opts.ApprovalTTL,
 		MaxShadowPerStep: opts.MaxShadowPerStep, CallMargin: opts.CallMargin, Tokens: tokens})
 	if err != nil {
@@ -243,7 +267,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg}
+	e := &Env{T: t, Server: srv, Svc: svc, Store: st, Clock: clock, Config: cfg, Keys: map[string]string{}, Upstream: up, Registry: reg, CheckpointKey: svc.CheckpointKey()}
 	for _, ws := range svc.WorkspaceIDs() {
 		for _, kind := range []ladder.KeyKind{ladder.KeyAgent, ladder.KeyHuman, ladder.KeyAdmin} {
 			_, tok, err := svc.CreateKey(context.Background(), "test", ladder.KeyRequest{Workspace: ws, Kind: kind})

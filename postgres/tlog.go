@@ -1,0 +1,265 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ladderhq/ladder"
+)
+
+// IntegrateTx runs fn in one transaction that holds workspace's tree lock:
+// its tlog_head row, created when missing and locked FOR UPDATE, so two
+// replicas integrating one workspace take turns and build one tree, and
+// integrators of different workspaces do not wait on each other. It runs
+// beside the group commit, never inside an audit append.
+func (s *Store) IntegrateTx(ctx context.Context, workspace string, fn func(ladder.TlogTx) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO tlog_head (workspace, size, last_seq) VALUES ($1, 0, 0) ON CONFLICT (workspace) DO NOTHING`, workspace); err != nil {
+			return err
+		}
+		t := &tlogTx{ctx: ctx, tx: tx, ws: workspace}
+		if err := tx.QueryRow(ctx, `SELECT size, last_seq FROM tlog_head WHERE workspace = $1 FOR UPDATE`, workspace).Scan(&t.size, &t.lastSeq); err != nil {
+			return err
+		}
+		return fn(t)
+	})
+	if err != nil {
+		return fmt.Errorf("integrate %s: %w", workspace, s.mapErr(err))
+	}
+	return nil
+}
+
+// tlogTx is ladder.TlogTx over a transaction holding the head row lock.
+type tlogTx struct {
+	ctx           context.Context
+	tx            pgx.Tx
+	ws            string
+	size, lastSeq int64
+}
+
+func (t *tlogTx) Head() (size, lastSeq int64, err error) { return t.size, t.lastSeq, nil }
+
+func (t *tlogTx) Pending(afterSeq int64, limit int) ([]ladder.AuditRecord, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT `+auditColumns+` FROM audit WHERE workspace = $1 AND seq > $2 ORDER BY seq LIMIT $3`, t.ws, afterSeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanAudit)
+}
+
+func (t *tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
+	return readHashes(t.ctx, t.tx, t.ws, indexes)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readHashes reads stored hashes in one query, returned in indexes' order.
+func readHashes(ctx context.Context, q querier, ws string, indexes []int64) ([][32]byte, error) {
+	rows, err := q.Query(ctx, `SELECT idx, hash FROM tlog_hash WHERE workspace = $1 AND idx = ANY($2)`, ws, indexes)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64][32]byte{}
+	_, err = collect(rows, func(r pgx.Row) (struct{}, error) {
+		var (
+			ix int64
+			b  []byte
+			h  [32]byte
+		)
+		err := r.Scan(&ix, &b)
+		copy(h[:], b)
+		got[ix] = h
+		return struct{}{}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][32]byte, len(indexes))
+	for i, ix := range indexes {
+		h, ok := got[ix]
+		if !ok {
+			return nil, fmt.Errorf("stored hash %d of %s: %w", ix, ws, ladder.ErrNotFound)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+func (t *tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
+	var (
+		lIdx, lSeq, hIdx []int64
+		hHash            [][]byte
+	)
+	for _, l := range leaves {
+		lIdx, lSeq = append(lIdx, l.Index), append(lSeq, l.Seq)
+	}
+	for _, h := range hashes {
+		hIdx, hHash = append(hIdx, h.Index), append(hHash, h.Hash[:])
+	}
+	if _, err := t.tx.Exec(t.ctx, `INSERT INTO tlog_leaf (workspace, idx, seq) SELECT $1, i, s FROM unnest($2::bigint[], $3::bigint[]) AS u(i, s)`, t.ws, lIdx, lSeq); err != nil {
+		return fmt.Errorf("insert leaves: %w", err)
+	}
+	if _, err := t.tx.Exec(t.ctx, `INSERT INTO tlog_hash (workspace, idx, hash) SELECT $1, i, h FROM unnest($2::bigint[], $3::bytea[]) AS u(i, h)`, t.ws, hIdx, hHash); err != nil {
+		return fmt.Errorf("insert stored hashes: %w", err)
+	}
+	_, err := t.tx.Exec(t.ctx, `UPDATE tlog_head SET size = $2, last_seq = $3 WHERE workspace = $1`, t.ws, size, lastSeq)
+	return err
+}
+
+// TlogHead returns workspace's tree size and last leaf seq.
+func (s *Store) TlogHead(ctx context.Context, workspace string) (size, lastSeq int64, err error) {
+	if err := s.reading(); err != nil {
+		return 0, 0, err
+	}
+	err = s.pool.QueryRow(ctx, `SELECT size, last_seq FROM tlog_head WHERE workspace = $1`, workspace).Scan(&size, &lastSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("tlog head: %w", s.mapErr(err))
+	}
+	return size, lastSeq, nil
+}
+
+// TlogHashes returns workspace's stored hashes at indexes.
+func (s *Store) TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error) {
+	if err := s.reading(); err != nil {
+		return nil, err
+	}
+	hs, err := readHashes(ctx, s.pool, workspace, indexes)
+	if err != nil && !errors.Is(err, ladder.ErrNotFound) {
+		err = s.mapErr(err)
+	}
+	return hs, err
+}
+
+// TlogLeafOf returns the leaf index of workspace's record seq.
+func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error) {
+	if err := s.reading(); err != nil {
+		return 0, err
+	}
+	var idx int64
+	err := s.pool.QueryRow(ctx, `SELECT idx FROM tlog_leaf WHERE seq = $1 AND workspace = $2`, seq, workspace).Scan(&idx)
+	if err != nil {
+		return 0, s.readErr(err)
+	}
+	return idx, nil
+}
+
+// TlogPendingWorkspaces returns the workspaces with records after
+// afterSeq, and the largest seq among them.
+func (s *Store) TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error) {
+	if err := s.reading(); err != nil {
+		return nil, 0, err
+	}
+	var top int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&top); err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT workspace FROM audit WHERE seq > $1 AND seq <= $2`, afterSeq, top)
+	if err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	ws, err := collect(rows, func(r pgx.Row) (string, error) {
+		var w string
+		return w, r.Scan(&w)
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	return ws, top, nil
+}
+
+// TlogMeta returns the database-wide log state.
+func (s *Store) TlogMeta(ctx context.Context) (ladder.TlogMeta, error) {
+	var m ladder.TlogMeta
+	if err := s.reading(); err != nil {
+		return m, err
+	}
+	err := s.pool.QueryRow(ctx, `SELECT legacy_seq, adopted, watermark FROM tlog_meta`).Scan(&m.LegacySeq, &m.Adopted, &m.Watermark)
+	if err != nil {
+		return m, fmt.Errorf("tlog meta: %w", s.mapErr(err))
+	}
+	return m, nil
+}
+
+// TlogAdopt marks the legacy chain adopted, reporting whether this call
+// did.
+func (s *Store) TlogAdopt(ctx context.Context) (bool, error) {
+	if s.closed.Load() {
+		return false, errClosed
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE tlog_meta SET adopted = true WHERE NOT adopted`)
+	if err != nil {
+		return false, fmt.Errorf("tlog adopt: %w", s.mapErr(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TlogUnadopt undoes TlogAdopt.
+func (s *Store) TlogUnadopt(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE tlog_meta SET adopted = false`); err != nil {
+		return fmt.Errorf("tlog unadopt: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// TlogRaiseWatermark moves the watermark up to seq.
+func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE tlog_meta SET watermark = $1 WHERE watermark < $1`, seq); err != nil {
+		return fmt.Errorf("tlog watermark: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// SaveCheckpoint keeps c unless a checkpoint of its workspace and size is
+// kept already, and returns the one kept.
+func (s *Store) SaveCheckpoint(ctx context.Context, c ladder.TlogCheckpoint) (ladder.TlogCheckpoint, error) {
+	if s.closed.Load() {
+		return ladder.TlogCheckpoint{}, errClosed
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO tlog_checkpoint (workspace, size, root, note, at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (workspace, size) DO NOTHING`, c.Workspace, c.Size, c.Root[:], c.Note, normTime(c.At))
+	if err != nil {
+		return ladder.TlogCheckpoint{}, fmt.Errorf("save checkpoint: %w", s.mapErr(err))
+	}
+	return s.loadCheckpoint(ctx, `SELECT workspace, size, root, note, at FROM tlog_checkpoint WHERE workspace = $1 AND size = $2`, c.Workspace, c.Size)
+}
+
+// LatestCheckpoint returns workspace's largest checkpoint.
+func (s *Store) LatestCheckpoint(ctx context.Context, workspace string) (ladder.TlogCheckpoint, error) {
+	if err := s.reading(); err != nil {
+		return ladder.TlogCheckpoint{}, err
+	}
+	return s.loadCheckpoint(ctx, `SELECT workspace, size, root, note, at FROM tlog_checkpoint WHERE workspace = $1 ORDER BY size DESC LIMIT 1`, workspace)
+}
+
+func (s *Store) loadCheckpoint(ctx context.Context, query string, args ...any) (ladder.TlogCheckpoint, error) {
+	var (
+		c    ladder.TlogCheckpoint
+		root []byte
+	)
+	if err := s.pool.QueryRow(ctx, query, args...).Scan(&c.Workspace, &c.Size, &root, &c.Note, &c.At); err != nil {
+		return c, s.readErr(err)
+	}
+	copy(c.Root[:], root)
+	c.At = c.At.UTC()
+	return c, nil
+}

@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ladderhq/ladder"
+)
+
+// IntegrateTx runs fn in one write transaction (BEGIN IMMEDIATE, through
+// the group commit), which holds the database's write lock and so
+// workspace's tree lock.
+func (s *Store) IntegrateTx(ctx context.Context, workspace string, fn func(ladder.TlogTx) error) error {
+	err := s.write(ctx, func(w *wtx) error { return fn(tlogTx{w: w, ws: workspace}) })
+	if err != nil {
+		return fmt.Errorf("integrate %s: %w", workspace, err)
+	}
+	return nil
+}
+
+// tlogTx is ladder.TlogTx over a write transaction.
+type tlogTx struct {
+	w  *wtx
+	ws string
+}
+
+func (t tlogTx) Head() (size, lastSeq int64, err error) {
+	err = t.w.queryRow(`SELECT size, last_seq FROM tlog_head WHERE workspace = ?`, t.ws).Scan(&size, &lastSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return size, lastSeq, err
+}
+
+func (t tlogTx) Pending(afterSeq int64, limit int) ([]ladder.AuditRecord, error) {
+	rows, err := t.w.query(`SELECT `+auditColumns+` FROM audit WHERE workspace = ? AND seq > ? ORDER BY seq LIMIT ?`, t.ws, afterSeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanAudit)
+}
+
+func (t tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
+	out := make([][32]byte, len(indexes))
+	for i, ix := range indexes {
+		var b []byte
+		if err := t.w.queryRow(`SELECT hash FROM tlog_hash WHERE workspace = ? AND idx = ?`, t.ws, ix).Scan(&b); err != nil {
+			return nil, fmt.Errorf("stored hash %d: %w", ix, err)
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
+	for _, l := range leaves {
+		if _, err := t.w.exec(`INSERT INTO tlog_leaf (workspace, idx, seq) VALUES (?, ?, ?)`, t.ws, l.Index, l.Seq); err != nil {
+			return fmt.Errorf("insert leaf %d: %w", l.Index, err)
+		}
+	}
+	for _, h := range hashes {
+		if _, err := t.w.exec(`INSERT INTO tlog_hash (workspace, idx, hash) VALUES (?, ?, ?)`, t.ws, h.Index, h.Hash[:]); err != nil {
+			return fmt.Errorf("insert stored hash %d: %w", h.Index, err)
+		}
+	}
+	_, err := t.w.exec(`INSERT INTO tlog_head (workspace, size, last_seq) VALUES (?, ?, ?)
+		ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, last_seq = excluded.last_seq`, t.ws, size, lastSeq)
+	return err
+}
+
+// TlogHead returns workspace's tree size and last leaf seq.
+func (s *Store) TlogHead(ctx context.Context, workspace string) (size, lastSeq int64, err error) {
+	err = s.readers.QueryRowContext(ctx, `SELECT size, last_seq FROM tlog_head WHERE workspace = ?`, workspace).Scan(&size, &lastSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("tlog head: %w", s.mapErr(err))
+	}
+	return size, lastSeq, nil
+}
+
+// TlogHashes returns workspace's stored hashes at indexes.
+func (s *Store) TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error) {
+	out := make([][32]byte, len(indexes))
+	for i, ix := range indexes {
+		var b []byte
+		err := s.readers.QueryRowContext(ctx, `SELECT hash FROM tlog_hash WHERE workspace = ? AND idx = ?`, workspace, ix).Scan(&b)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("stored hash %d of %s: %w", ix, workspace, ladder.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stored hash %d: %w", ix, s.mapErr(err))
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+// TlogLeafOf returns the leaf index of workspace's record seq.
+func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error) {
+	var idx int64
+	err := s.readers.QueryRowContext(ctx, `SELECT idx FROM tlog_leaf WHERE seq = ? AND workspace = ?`, seq, workspace).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ladder.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tlog leaf: %w", s.mapErr(err))
+	}
+	return idx, nil
+}
+
+// TlogPendingWorkspaces returns the workspaces with records after
+// afterSeq, and the largest seq among them.
+func (s *Store) TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error) {
+	var top int64
+	if err := s.readers.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&top); err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	rows, err := s.readers.QueryContext(ctx, `SELECT DISTINCT workspace FROM audit WHERE seq > ? AND seq <= ?`, afterSeq, top)
+	if err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	ws, err := collect(rows, func(r scanner) (string, error) {
+		var w string
+		return w, r.Scan(&w)
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	return ws, top, nil
+}
+
+// TlogMeta returns the database-wide log state.
+func (s *Store) TlogMeta(ctx context.Context) (ladder.TlogMeta, error) {
+	var m ladder.TlogMeta
+	err := s.readers.QueryRowContext(ctx, `SELECT legacy_seq, adopted, watermark FROM tlog_meta WHERE id = 1`).Scan(&m.LegacySeq, &m.Adopted, &m.Watermark)
+	if err != nil {
+		return m, fmt.Errorf("tlog meta: %w", s.mapErr(err))
+	}
+	return m, nil
+}
+
+// TlogAdopt marks the legacy chain adopted, reporting whether this call
+// did.
+func (s *Store) TlogAdopt(ctx context.Context) (bool, error) {
+	var won bool
+	err := s.write(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE tlog_meta SET adopted = 1 WHERE id = 1 AND adopted = 0`)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		won = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("tlog adopt: %w", err)
+	}
+	return won, nil
+}
+
+// TlogUnadopt undoes TlogAdopt.
+func (s *Store) TlogUnadopt(ctx context.Context) error {
+	err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec(`UPDATE tlog_meta SET adopted = 0 WHERE id = 1`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("tlog unadopt: %w", err)
+	}
+	return nil
+}
+
+// TlogRaiseWatermark moves the watermark up to seq.
+func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
+	err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec(`UPDATE tlog_meta SET watermark = ? WHERE id = 1 AND watermark < ?`, seq, seq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("tlog watermark: %w", err)
+	}
+	return nil
+}
+
+// SaveCheckpoint keeps c unless a checkpoint of its workspace and size is
+// kept already, and returns the one kept.
+func (s *Store) SaveCheckpoint(ctx context.Context, c ladder.TlogCheckpoint) (ladder.TlogCheckpoint, error) {
+	err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec(`INSERT INTO tlog_checkpoint (workspace, size, root, note, at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (workspace, size) DO NOTHING`, c.Workspace, c.Size, c.Root[:], c.Note, fmtTime(normTime(c.At)))
+		return err
+	})
+	if err != nil {
+		return ladder.TlogCheckpoint{}, fmt.Errorf("save checkpoint: %w", err)
+	}
+	return s.loadCheckpoint(ctx, `SELECT workspace, size, root, note, at FROM tlog_checkpoint WHERE workspace = ? AND size = ?`, c.Workspace, c.Size)
+}
+
+// LatestCheckpoint returns workspace's largest checkpoint.
+func (s *Store) LatestCheckpoint(ctx context.Context, workspace string) (ladder.TlogCheckpoint, error) {
+	return s.loadCheckpoint(ctx, `SELECT workspace, size, root, note, at FROM tlog_checkpoint WHERE workspace = ? ORDER BY size DESC LIMIT 1`, workspace)
+}
+
+func (s *Store) loadCheckpoint(ctx context.Context, query string, args ...any) (ladder.TlogCheckpoint, error) {
+	var (
+		c    ladder.TlogCheckpoint
+		root []byte
+		at   string
+	)
+	err := s.readers.QueryRowContext(ctx, query, args...).Scan(&c.Workspace, &c.Size, &root, &c.Note, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, ladder.ErrNotFound
+	}
+	if err != nil {
+		return c, fmt.Errorf("checkpoint: %w", s.mapErr(err))
+	}
+	copy(c.Root[:], root)
+	var perr error
+	if c.At, perr = parseTime(at); perr != nil {
+		return c, perr
+	}
+	return c, nil
+}

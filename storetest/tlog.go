@@ -1,0 +1,140 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/translog"
+)
+
+// tlogTests are the transparency log cases (issue 21).
+var tlogTests = []struct {
+	name string
+	fn   func(t *testing.T, s ladder.Store)
+}{
+	{"TlogIntegrateConcurrent", testTlogIntegrate},
+	{"TlogCheckpointsAndMeta", testTlogCheckpoints},
+}
+
+// testTlogIntegrate appends records of two workspaces while four
+// integrators extend ws-a's tree at once: the tree holds each ws-a record
+// once, in seq order, and its root is the one recomputed from the records
+// alone; ws-b's records are no leaves of it.
+func testTlogIntegrate(t *testing.T, s ladder.Store) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				ws := []string{wsA, wsB}[(i+w)%2]
+				if _, err := s.AppendAudit(ctx, entry(t, ws, ladder.AuditRoute, fmt.Sprintf("r-%d-%d", w, i), t0.Add(time.Duration(i)*time.Second), map[string]any{"i": i})); err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := translog.IntegrateAll(ctx, s, wsA); err != nil {
+					t.Errorf("integrate: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	size := must(translog.IntegrateAll(ctx, s, wsA))
+	recs := must(s.ListAudit(ctx, ladder.AuditQuery{Workspace: wsA, Limit: 1000}))
+	if size != int64(len(recs)) || size != 30 {
+		t.Fatalf("tree size %d, want the %d records of %s", size, len(recs), wsA)
+	}
+	head, last := must2(s.TlogHead(ctx, wsA))
+	if head != size || last != recs[len(recs)-1].Seq {
+		t.Errorf("head = (%d, %d), want (%d, %d)", head, last, size, recs[len(recs)-1].Seq)
+	}
+	var mem translog.MemoryReader
+	for i, r := range recs {
+		check(t, mem.Add(translog.LeafData(r)))
+		if leaf := must(s.TlogLeafOf(ctx, wsA, r.Seq)); leaf != int64(i) {
+			t.Errorf("record %d is leaf %d, want %d", r.Seq, leaf, i)
+		}
+	}
+	want := must(tlog.TreeHash(size, &mem))
+	if got := must(tlog.TreeHash(size, translog.Reader(ctx, s, wsA))); got != want {
+		t.Errorf("stored root %s, recomputed from the records %s", got, want)
+	}
+	bRecs := must(s.ListAudit(ctx, ladder.AuditQuery{Workspace: wsB, Limit: 1}))
+	if _, err := s.TlogLeafOf(ctx, wsA, bRecs[0].Seq); !errors.Is(err, ladder.ErrNotFound) {
+		t.Errorf("a ws-b record as a leaf of ws-a: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.TlogHashes(ctx, wsA, []int64{tlog.StoredHashCount(size) + 10}); !errors.Is(err, ladder.ErrNotFound) {
+		t.Errorf("a stored hash beyond the tree: err = %v, want ErrNotFound", err)
+	}
+	if n, _ := must2(s.TlogHead(ctx, wsB)); n != 0 {
+		t.Errorf("ws-b's tree has %d leaves before it was integrated", n)
+	}
+	wss, top := must2(s.TlogPendingWorkspaces(ctx, 0))
+	slices.Sort(wss)
+	if !slices.Equal(wss, []string{wsA, wsB}) || top != 60 {
+		t.Errorf("pending = %v up to %d, want [ws-a ws-b] up to 60", wss, top)
+	}
+	if wss, _ := must2(s.TlogPendingWorkspaces(ctx, top)); len(wss) != 0 {
+		t.Errorf("pending after the top seq = %v, want none", wss)
+	}
+}
+
+// testTlogCheckpoints: the first checkpoint kept at a size wins, the
+// latest is the largest, and the meta state of a database created with the
+// logs is adopted, with a watermark that only rises.
+func testTlogCheckpoints(t *testing.T, s ladder.Store) {
+	ctx := context.Background()
+	if _, err := s.LatestCheckpoint(ctx, wsA); !errors.Is(err, ladder.ErrNotFound) {
+		t.Fatalf("latest checkpoint of an empty log: err = %v, want ErrNotFound", err)
+	}
+	cp := func(size int64, note string) ladder.TlogCheckpoint {
+		return ladder.TlogCheckpoint{Workspace: wsA, Size: size, Root: [32]byte{byte(size)}, Note: note, At: t0.Add(time.Duration(size) * time.Minute)}
+	}
+	first := must(s.SaveCheckpoint(ctx, cp(3, "first")))
+	again := must(s.SaveCheckpoint(ctx, cp(3, "second")))
+	if again.Note != "first" || first.Note != "first" || !again.At.Equal(t0.Add(3*time.Minute)) {
+		t.Errorf("a second checkpoint at one size: kept %q at %v, want the first", again.Note, again.At)
+	}
+	must(s.SaveCheckpoint(ctx, cp(7, "seven")))
+	must(s.SaveCheckpoint(ctx, cp(5, "five")))
+	if l := must(s.LatestCheckpoint(ctx, wsA)); l.Size != 7 || l.Note != "seven" || l.Root != [32]byte{7} {
+		t.Errorf("latest = %+v, want size 7", l)
+	}
+	if _, err := s.LatestCheckpoint(ctx, wsB); !errors.Is(err, ladder.ErrNotFound) {
+		t.Errorf("ws-b sees ws-a's checkpoints: err = %v", err)
+	}
+	m := must(s.TlogMeta(ctx))
+	if !m.Adopted || m.LegacySeq != 0 || m.Watermark != 0 {
+		t.Errorf("meta of a new database = %+v, want adopted, no legacy records", m)
+	}
+	check(t, s.TlogRaiseWatermark(ctx, 9))
+	check(t, s.TlogRaiseWatermark(ctx, 4))
+	if m := must(s.TlogMeta(ctx)); m.Watermark != 9 {
+		t.Errorf("watermark = %d, want 9 (it never goes down)", m.Watermark)
+	}
+	if won := must(s.TlogAdopt(ctx)); won {
+		t.Error("TlogAdopt won on an adopted database")
+	}
+	check(t, s.TlogUnadopt(ctx))
+	if won := must(s.TlogAdopt(ctx)); !won {
+		t.Error("TlogAdopt lost after TlogUnadopt")
+	}
+}

@@ -1,0 +1,135 @@
+package ladder
+
+import (
+	"context"
+	"time"
+)
+
+// AuditTlogStart is the kind of the record a workspace's transparency log
+// gets when a database whose audit chain predates the logs (migration
+// 0012) is adopted: the chain was verified first, and the record says up
+// to which sequence number and hash.
+const AuditTlogStart = "audit.tlog.start"
+
+// TlogHash is one stored hash of a workspace's Merkle tree, at its index
+// in golang.org/x/mod/sumdb/tlog's stored-hash numbering.
+type TlogHash struct {
+	Index int64
+	Hash  [32]byte
+}
+
+// TlogLeaf ties a leaf of a workspace's tree to the audit record it is.
+type TlogLeaf struct {
+	Index int64 // 0-based position in the workspace's tree
+	Seq   int64 // the audit record's sequence number
+}
+
+// TlogCheckpoint is a signed tree head of one workspace's log: the tree's
+// size and root hash and the signed note that states them.
+type TlogCheckpoint struct {
+	Workspace string
+	Size      int64
+	Root      [32]byte
+	Note      string // the signed note, text and signature lines
+	At        time.Time
+}
+
+// TlogTx is what the integrator asks of a store inside the one
+// transaction that extends a workspace's tree. The store holds the
+// workspace's tree lock for the transaction's whole life, so two
+// integrators (two replicas) never extend one tree at once.
+type TlogTx interface {
+	// Head returns the tree's size and the seq of its last leaf (0, 0 for
+	// an empty tree).
+	Head() (size, lastSeq int64, err error)
+	// Pending returns up to limit of the workspace's audit records with
+	// seq > afterSeq, in seq order.
+	Pending(afterSeq int64, limit int) ([]AuditRecord, error)
+	// ReadHashes returns the stored hashes at indexes, in that order.
+	ReadHashes(indexes []int64) ([][32]byte, error)
+	// Append stores new leaves and stored hashes and moves the head to
+	// size and lastSeq.
+	Append(size, lastSeq int64, leaves []TlogLeaf, hashes []TlogHash) error
+}
+
+// TlogMeta is the database-wide state of the transparency logs.
+type TlogMeta struct {
+	// LegacySeq is the last audit seq written before the logs existed
+	// (migration 0012); 0 on a database created with them.
+	LegacySeq int64
+	// Adopted says the legacy chain was verified and the logs started.
+	Adopted bool
+	// Watermark is a seq up to which every record is a leaf of its
+	// workspace's tree.
+	Watermark int64
+}
+
+// TlogStore keeps the per-workspace transparency logs over the audit
+// records: their leaves, stored hashes and signed checkpoints. The tree
+// hashing itself lives outside the domain (package translog).
+type TlogStore interface {
+	// IntegrateTx runs fn in one write transaction that holds workspace's
+	// tree lock.
+	IntegrateTx(ctx context.Context, workspace string, fn func(TlogTx) error) error
+	// TlogHead returns workspace's tree size and last leaf seq.
+	TlogHead(ctx context.Context, workspace string) (size, lastSeq int64, err error)
+	// TlogHashes returns workspace's stored hashes at indexes; an index
+	// not stored is ErrNotFound.
+	TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error)
+	// TlogLeafOf returns the leaf index of workspace's record seq, or
+	// ErrNotFound when it is no leaf of that workspace's tree.
+	TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error)
+	// TlogPendingWorkspaces returns the workspaces with audit records
+	// after seq, a watermark below which every record is a leaf.
+	TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error)
+	// TlogMeta returns the database-wide log state.
+	TlogMeta(ctx context.Context) (TlogMeta, error)
+	// TlogAdopt marks the legacy chain adopted; it reports false when
+	// another process did first.
+	TlogAdopt(ctx context.Context) (bool, error)
+	// TlogUnadopt undoes a TlogAdopt whose adoption record could not be
+	// written.
+	TlogUnadopt(ctx context.Context) error
+	// TlogRaiseWatermark moves the watermark up to seq (never down).
+	TlogRaiseWatermark(ctx context.Context, seq int64) error
+	// SaveCheckpoint keeps c; a checkpoint of that workspace and size
+	// already kept wins, and is what it returns.
+	SaveCheckpoint(ctx context.Context, c TlogCheckpoint) (TlogCheckpoint, error)
+	// LatestCheckpoint returns workspace's largest checkpoint, or
+	// ErrNotFound.
+	LatestCheckpoint(ctx context.Context, workspace string) (TlogCheckpoint, error)
+}
+
+// AuditCheckpoint is a workspace's latest signed checkpoint (GET
+// /v1/audit/checkpoint). Root is base64, as in the note.
+type AuditCheckpoint struct {
+	Workspace string    `json:"workspace"`
+	Size      int64     `json:"size"`
+	Root      string    `json:"root"`
+	At        time.Time `json:"at"`
+	// Note is the signed note: check it with the server's checkpoint
+	// public key (GET /.well-known/ladder-checkpoint-key).
+	Note string `json:"note"`
+}
+
+// AuditProof proves one record is a leaf of a workspace's log at a signed
+// checkpoint (GET /v1/audit/records/{seq}/proof): the hashes of
+// golang.org/x/mod/sumdb/tlog's RecordProof, base64, from the leaf up.
+type AuditProof struct {
+	Record     AuditRecord     `json:"record"`
+	Leaf       int64           `json:"leaf"`
+	LeafHash   string          `json:"leaf_hash"`
+	Checkpoint AuditCheckpoint `json:"checkpoint"`
+	Proof      []string        `json:"proof"`
+}
+
+// AuditConsistency proves the workspace's log at size To extends the log
+// at size From (GET /v1/audit/consistency): tlog's TreeProof, base64.
+type AuditConsistency struct {
+	Workspace string   `json:"workspace"`
+	From      int64    `json:"from"`
+	To        int64    `json:"to"`
+	FromRoot  string   `json:"from_root"`
+	ToRoot    string   `json:"to_root"`
+	Proof     []string `json:"proof"`
+}
