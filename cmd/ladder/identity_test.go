@@ -37,7 +37,7 @@ identity:
 	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfgPath, "--db", filepath.Join(dir, "l.db"), "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+		done <- run(ctx, []string{"serve", "--unsigned-audit", "--config", cfgPath, "--db", filepath.Join(dir, "l.db"), "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 	}()
 	get := func(method, path string) (*http.Response, string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

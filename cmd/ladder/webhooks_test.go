@@ -261,7 +261,7 @@ func TestWebhookCrash(t *testing.T) {
 	defer logFile.Close()
 	addr := freeAddr(t)
 	env := append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "HOOK_SECRET="+secret, "LADDER_AUDIT_SECRET=hook-test")
-	srv := &crashServer{t: t, bin: ladderBinary(t), args: []string{"serve", "--config", cfg, "--db", filepath.Join(dir, "ladder.db"), "--addr", addr}, env: env, url: "http://" + addr, log: logFile}
+	srv := &crashServer{t: t, bin: ladderBinary(t), args: []string{"serve", "--unsigned-audit", "--config", cfg, "--db", filepath.Join(dir, "ladder.db"), "--addr", addr}, env: env, url: "http://" + addr, log: logFile}
 	srv.start()
 	defer func() {
 		if srv.cmd.ProcessState == nil {
