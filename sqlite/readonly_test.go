@@ -117,6 +117,7 @@ func undo0011(t *testing.T, path string) {
 		`ALTER TABLE audit DROP COLUMN queue`, `ALTER TABLE audit DROP COLUMN step`,
 		// Nor has it the migrations after 0011.
 		`DROP TABLE tlog_head`, `DROP TABLE tlog_leaf`, `DROP TABLE tlog_hash`, `DROP TABLE tlog_checkpoint`, `DROP TABLE tlog_meta`,
+		`DROP TABLE deliveries`, `DROP TABLE outbox`,
 		`DELETE FROM schema_migrations WHERE version >= 11`,
 	} {
 		if _, err := raw.Exec(stmt); err != nil {
