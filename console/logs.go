@@ -70,20 +70,15 @@ func (h *Handler) gateHistory(w http.ResponseWriter, r *http.Request) error {
 	status := http.StatusOK
 	pg, err := h.svc.GateHistory(r.Context(), p.Workspace, f)
 	if err != nil {
-		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
-		if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
+		e, shown := filterRefusal(err)
+		if !shown {
 			return err
 		}
 		d.Error, status = e, http.StatusBadRequest
 	}
 	d.Page = pg
 	if pg.NextCursor != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", pg.NextCursor)
-		d.Next = template.URL("/console/gate?" + nq.Encode())
+		d.Next = nextPage("/console/gate", q, pg.NextCursor)
 	}
 	h.render(w, r, status, "gate", page{Title: "Gate history", Nav: "gate", Data: d})
 	return nil
@@ -200,8 +195,8 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 	if d.Error == nil {
 		pg, err := h.svc.AuditList(r.Context(), p, f)
 		if err != nil {
-			e := ladder.AsError(err).Render(ladder.SurfaceConsole)
-			if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
+			e, shown := filterRefusal(err)
+			if !shown {
 				return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be read right now.", Hint: "Try again shortly.", Err: err}
 			}
 			d.Error, status = e, http.StatusBadRequest
@@ -213,16 +208,32 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 			d.Records = groupSessions(d.Records)
 		}
 		if pg.NextCursor != "" {
-			nq := url.Values{}
-			for k, v := range q {
-				nq[k] = v
-			}
-			nq.Del("before")
-			nq.Set("cursor", pg.NextCursor)
-			d.Next = template.URL("/console/audit?" + nq.Encode())
+			d.Next = nextPage("/console/audit", q, pg.NextCursor, "before")
 		}
 	}
 	d.Chain = h.verifyChain(r.Context())
 	h.render(w, r, status, "audit", page{Title: "Audit log", Nav: "audit", Data: d})
 	return nil
+}
+
+// filterRefusal is a list page's answer to err: a bad filter or page link
+// is shown on the page (400, in the console's words); anything else is
+// the request's error.
+func filterRefusal(err error) (*ladder.Error, bool) {
+	e := ladder.AsError(err).Render(ladder.SurfaceConsole)
+	return e, e.Code == ladder.CodeInvalidArgument || e.Code == ladder.CodeBadCursor
+}
+
+// nextPage is the link to a list page's next page: the same query with
+// the cursor the page ended on (and any other position dropped).
+func nextPage(path string, q url.Values, cursor string, drop ...string) template.URL {
+	nq := url.Values{}
+	for k, v := range q {
+		nq[k] = v
+	}
+	for _, k := range drop {
+		nq.Del(k)
+	}
+	nq.Set("cursor", cursor)
+	return template.URL(path + "?" + nq.Encode())
 }

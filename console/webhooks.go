@@ -3,7 +3,6 @@ package console
 import (
 	"html/template"
 	"net/http"
-	"net/url"
 
 	"github.com/ladderhq/ladder"
 )
@@ -27,20 +26,15 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
 	status := http.StatusOK
 	pg, err := h.svc.ListDeliveries(r.Context(), principalOf(r), f)
 	if err != nil {
-		e := ladder.AsError(err)
-		if e.Code != ladder.CodeInvalidArgument && e.Code != ladder.CodeBadCursor {
+		e, shown := filterRefusal(err)
+		if !shown {
 			return err
 		}
 		d.Error, status = e, http.StatusBadRequest
 	}
 	d.Page = pg
 	if pg.NextCursor != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("cursor", pg.NextCursor)
-		d.Next = template.URL("/console/webhooks?" + nq.Encode())
+		d.Next = nextPage("/console/webhooks", q, pg.NextCursor)
 	}
 	h.render(w, r, status, "webhooks", page{Title: "Webhook deliveries", Data: d})
 	return nil
