@@ -61,6 +61,12 @@ type CallResult struct {
 const (
 	CallResultExecuted          = "executed"
 	CallResultApprovalRequested = "approval_requested"
+	// The outcomes a call that waited for its approval (wait) may end
+	// with besides executed: a person rejected it, nobody decided before
+	// it expired, or a person approved it and it failed to run.
+	CallResultRejected        = "rejected"
+	CallResultExpired         = "expired"
+	CallResultExecutionFailed = "execution_failed"
 )
 
 // Inbox item kinds.

@@ -46,7 +46,13 @@ func (s *Server) callCapability(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &ladder.Error{Code: ladder.CodeInvalidJSON, Message: "The body is not valid strict JSON: " + err.Error() + ".", Hint: "send one JSON object: the payload, the scope fields, evidence and idempotency_key"}
 	}
-	res, err := s.svc.CallCapability(r.Context(), principal(r), r.PathValue("id"), json.RawMessage(body))
+	// wait is a query parameter, not an argument: the body's extra keys
+	// are the payload's.
+	wait, err := waitParam(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := s.svc.CallCapabilityWait(r.Context(), principal(r), r.PathValue("id"), json.RawMessage(body), wait)
 	if err != nil {
 		return err
 	}

@@ -143,3 +143,131 @@ func TestAuditUnavailableEvent(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestCapabilityCallWait: a capability call that needs a person may wait
+// for the decision (REST ?wait=, MCP _meta "ladder/wait"); approved in
+// time, the same call answers with the executed result, rejected with the
+// rejection; a wait that ends answers approval_requested as usual. wait
+// never reaches the payload, whose own field named wait stays its own.
+func TestCapabilityCallWait(t *testing.T) {
+	c := startCapEnv(t)
+	type answer struct {
+		status int
+		body   map[string]any
+		raw    string
+		at     time.Time
+	}
+	// pendingID finds the approval a waiting call created, once it exists.
+	pendingID := func(ref string) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			r := c.Do("GET", "/v1/approvals?status=pending", c.human, nil)
+			approvals, _ := r.Body["approvals"].([]any)
+			for _, a := range approvals {
+				a := a.(map[string]any)
+				if p, _ := a["payload"].(map[string]any); p["commission_id"] == ref {
+					return a["approval_id"].(string)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no pending approval for %s", ref)
+		return ""
+	}
+
+	t.Run("rest approved in time", func(t *testing.T) {
+		before := c.Upstream.Calls()
+		done := make(chan answer, 1)
+		go func() {
+			r := c.Do("POST", "/v1/capabilities/acme:human/call?wait=30", c.agent,
+				map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-rest", "relationship": "r-1"}})
+			done <- answer{r.Status, r.Body, string(r.Raw), time.Now()}
+		}()
+		id := pendingID("c-cw-rest")
+		select {
+		case a := <-done:
+			t.Fatalf("the call answered before anyone decided: %s", a.raw)
+		case <-time.After(200 * time.Millisecond):
+		}
+		approve := c.Do("POST", "/v1/approvals/"+id+"/approve", c.human, nil)
+		approved := time.Now()
+		if approve.Status != 200 {
+			t.Fatalf("approve: %d %s", approve.Status, approve.Raw)
+		}
+		select {
+		case a := <-done:
+			t.Logf("the waiting call answered %s after the approval's answer", a.at.Sub(approved))
+			if a.status != 200 || a.body["status"] != "executed" || a.body["approval_id"] != id || a.body["call_id"] == nil || a.body["result"] == nil {
+				t.Fatalf("waiting call got %d %s, want the executed result", a.status, a.raw)
+			}
+			if c.Upstream.Calls() != before+1 {
+				t.Fatalf("upstream calls: %d, want 1", c.Upstream.Calls()-before)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiting call did not hear of the approval before its wait ended")
+		}
+	})
+
+	t.Run("mcp rejected in time", func(t *testing.T) {
+		done := make(chan string, 1)
+		go func() {
+			r := c.Do("POST", "/mcp", c.agent, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+				"params": map[string]any{"name": "acme:human", "_meta": map[string]any{"ladder/wait": 30},
+					"arguments": map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-mcp"}}}})
+			done <- string(r.Raw)
+		}()
+		id := pendingID("c-cw-mcp")
+		if r := c.Do("POST", "/v1/approvals/"+id+"/reject", c.human, map[string]any{"reason": "wrong partner"}); r.Status != 200 {
+			t.Fatalf("reject: %d %s", r.Status, r.Raw)
+		}
+		select {
+		case raw := <-done:
+			var out struct {
+				Result struct {
+					StructuredContent struct {
+						Status  string `json:"status"`
+						Message string `json:"message"`
+					} `json:"structuredContent"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(raw), &out); err != nil || out.Result.StructuredContent.Status != "rejected" ||
+				!strings.Contains(out.Result.StructuredContent.Message, "wrong partner") {
+				t.Fatalf("waiting call got %s", raw)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiting call did not hear of the rejection before its wait ended")
+		}
+	})
+
+	t.Run("nobody decides", func(t *testing.T) {
+		start := time.Now()
+		// The body's own wait is an extra key: a payload field, not the wait.
+		r := c.Do("POST", "/v1/capabilities/acme:human/call?wait=1", c.agent, map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-none"}, "wait": 5})
+		took := time.Since(start)
+		if r.Status != 202 || r.Body["status"] != "approval_requested" || took < time.Second || took > 4*time.Second {
+			t.Fatalf("after %s: %d %s, want approval_requested once the 1 s wait ended", took, r.Status, r.Raw)
+		}
+		if p, _ := r.Body["proposal"].(map[string]any); p["wait"] != float64(5) {
+			t.Fatalf("the payload lost its wait field: %s", r.Raw)
+		}
+	})
+
+	t.Run("bad wait", func(t *testing.T) {
+		for _, w := range []string{"61", "-1", "soon"} {
+			r := c.Do("POST", "/v1/capabilities/acme:human/call?wait="+w, c.agent, map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-bad"}})
+			if r.Status != 400 || r.ErrorCode() != "INVALID_ARGUMENT" {
+				t.Errorf("wait=%s: %d %s", w, r.Status, r.Raw)
+			}
+		}
+		r := c.Do("POST", "/mcp", c.agent, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+			"params": map[string]any{"name": "acme:human", "_meta": map[string]any{"ladder/wait": 61},
+				"arguments": map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-bad"}}}})
+		if !strings.Contains(string(r.Raw), `"isError":true`) || !strings.Contains(string(r.Raw), "ladder/wait") {
+			t.Errorf("_meta wait 61: %s", r.Raw)
+		}
+		if pending := c.Do("GET", "/v1/approvals?status=pending", c.human, nil); strings.Contains(string(pending.Raw), "c-cw-bad") {
+			t.Errorf("a refused wait still requested an approval: %s", pending.Raw)
+		}
+	})
+}

@@ -37,7 +37,14 @@ func (h *Handler) capabilityTools(ctx context.Context, workspace string) []toolD
 			name: name, alias: c.ID, title: c.Title, description: h.capabilityDescription(workspace, c, lanes),
 			inDoc: h.capabilitySchema(workspace, c), out: "capability_call.out", annotations: capabilityAnnotations(c),
 			call: func(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
-				res, err := h.svc.CallCapability(ctx, p, id, args)
+				wait, err := callWait(ctx)
+				if err != nil {
+					return "", nil, err
+				}
+				if wait > 0 {
+					extendWrite(ctx, wait)
+				}
+				res, err := h.svc.CallCapabilityWait(ctx, p, id, args, wait)
 				if err != nil {
 					return "", nil, err
 				}

@@ -245,7 +245,7 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 		if !ok {
 			return nil, toRPCError(&ladder.Error{Code: ladder.CodeKeyMissing, Hint: "send an agent key"})
 		}
-		return run(ctx, p, req.Params.Arguments)
+		return run(withCallWait(ctx, req.Params.Meta), p, req.Params.Arguments)
 	})
 	ws.calls[name] = run
 	ws.names[name] = name

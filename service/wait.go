@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -122,4 +123,63 @@ func (s *Service) WaitApproval(ctx context.Context, p ladder.Principal, id strin
 		}
 		expiry.Stop()
 	}
+}
+
+// CallCapabilityWait is CallCapability for a caller that can block: when
+// the call becomes an approval request and wait is positive, it waits up
+// to wait for the outcome, as WaitApproval does (no database connection
+// held), and answers with it — the executed result when a person approved
+// and the call ran in time, the rejection, the expiry or the failed run —
+// or, when the wait ends first, with the usual approval_requested answer.
+// wait never reaches the payload: the surfaces pass it beside the
+// arguments (REST's ?wait=, MCP's _meta), so it cannot collide with a
+// payload field of the same name.
+func (s *Service) CallCapabilityWait(ctx context.Context, p ladder.Principal, name string, raw json.RawMessage, wait time.Duration) (ladder.CallResult, error) {
+	if wait < 0 || wait > MaxApprovalWait {
+		return ladder.CallResult{}, argError("wait", fmt.Sprintf("%s is out of range", wait), "wait 0 to 60 seconds for a person's decision, or leave it out to answer at once")
+	}
+	res, err := s.CallCapability(ctx, p, name, raw)
+	if err != nil || wait == 0 || res.Status != ladder.CallResultApprovalRequested || res.ApprovalID == "" {
+		return res, err
+	}
+	v, err := s.WaitApproval(ctx, p, res.ApprovalID, wait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ladder.CallResult{}, ctx.Err()
+		}
+		// The approval is stored; the agent learns its outcome with
+		// approval_status, as without wait.
+		s.log.Warn("wait for approval", "approval_id", res.ApprovalID, "err", err)
+		return res, nil
+	}
+	return waitedResult(res, v), nil
+}
+
+// waitedResult is the answer to a call that waited for its approval: res
+// as it was (approval_requested) while the approval is pending, else the
+// approval's outcome.
+func waitedResult(res ladder.CallResult, v ladder.ApprovalView) ladder.CallResult {
+	by := v.DecidedBy
+	if by == "" {
+		by = "a person"
+	}
+	switch {
+	case v.Status == ladder.ApprovalApproved && v.ExecError == "":
+		res.Status, res.Result, res.CallID, res.ExpiresAt = ladder.CallResultExecuted, v.Result, v.CallID, nil
+		res.Message = fmt.Sprintf("Approval %s was approved by %s and the call ran once; result holds the upstream's answer.", v.ID, by)
+		if len(v.EditedPayload) > 0 {
+			res.Proposal = v.EditedPayload
+			res.Message = fmt.Sprintf("Approval %s was approved by %s with an edited payload (proposal holds it) and the call ran once; result holds the upstream's answer.", v.ID, by)
+		}
+	case v.Status == ladder.ApprovalApproved:
+		res.Status, res.CallID, res.ExpiresAt = ladder.CallResultExecutionFailed, v.CallID, nil
+		res.Message = fmt.Sprintf("Approval %s was approved by %s but the call did not run: %s", v.ID, by, v.ExecError)
+	case v.Status == ladder.ApprovalRejected:
+		res.Status, res.ExpiresAt = ladder.CallResultRejected, nil
+		res.Message = fmt.Sprintf("Approval %s was rejected by %s; nothing ran. Reason: %s", v.ID, by, v.DecisionReason)
+	case v.Status == ladder.ApprovalExpired:
+		res.Status = ladder.CallResultExpired
+		res.Message = fmt.Sprintf("Approval %s expired: nobody decided in time, and nothing ran.", v.ID)
+	}
+	return res
 }
