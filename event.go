@@ -264,9 +264,24 @@ type EventStore interface {
 	// again, whatever its status, its tries counted anew; an unknown id
 	// (or another workspace's) is ErrNotFound.
 	Redeliver(ctx context.Context, workspace, id string) (Delivery, error)
-	// DeliveryStats returns the figures of the delivery metrics.
+	// DeliveryStats returns the figures of the delivery metrics. It reads
+	// indexes, not the whole table: delivered rows are bounded by pruning.
 	DeliveryStats(ctx context.Context) (DeliveryStats, error)
+	// RetireDeliveries makes every pending delivery to an endpoint not in
+	// endpoints dead, with reason as its last error, and returns how many
+	// it retired per endpoint: an endpoint removed from the config leaves
+	// no delivery waiting forever.
+	RetireDeliveries(ctx context.Context, endpoints []string, reason string) (map[string]int, error)
+	// PruneDeliveries deletes up to limit deliveries delivered before
+	// before, oldest first, then up to limit events fanned out before
+	// before that have no delivery left, and returns how many rows it
+	// deleted. Pending and dead deliveries (and their events) stay.
+	PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 }
+
+// EndpointRemoved is the last error of a delivery retired because its
+// endpoint is no longer configured.
+const EndpointRemoved = "endpoint removed from config"
 
 // DeliveryListRequest selects a page of deliveries (GET
 // /v1/webhooks/deliveries).

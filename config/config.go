@@ -72,6 +72,8 @@ const (
 	DefaultTimeout          = 10 * time.Second
 	// DefaultMaxShadowProposals is server.max_shadow_proposals's default.
 	DefaultMaxShadowProposals = 1000
+	// DefaultWebhookRetention is server.webhook_retention's default.
+	DefaultWebhookRetention = 7 * 24 * time.Hour
 )
 
 // DemoScheme is the URL scheme of executors served by the in-process demo
@@ -116,6 +118,10 @@ type Server struct {
 	// ApprovalTTL is how long a pending approval waits before it expires
 	// and the agent sees "expired".
 	ApprovalTTL time.Duration
+	// WebhookRetention is how long delivered event deliveries (and events
+	// left with no delivery) are kept before the dispatcher deletes them.
+	// Dead and pending deliveries are kept.
+	WebhookRetention time.Duration
 	// AuditSecretEnv names the environment variable holding the secret of
 	// blind audit sampling; see AuditSecret.
 	AuditSecretEnv string

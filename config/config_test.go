@@ -242,7 +242,7 @@ func TestServerDefaults(t *testing.T) {
 	s := c.Server
 	if s.Listen != DefaultListen || s.PublicURL != "http://"+DefaultListen || s.ApprovalTTL != 72*time.Hour ||
 		s.AuditSecretEnv != "LADDER_AUDIT_SECRET" || s.RatePerSecond != DefaultRatePerSecond || s.RateBurst != DefaultRateBurst ||
-		s.MaxShadowProposals != DefaultMaxShadowProposals {
+		s.MaxShadowProposals != DefaultMaxShadowProposals || s.WebhookRetention != 7*24*time.Hour {
 		t.Errorf("defaults = %+v", s)
 	}
 }

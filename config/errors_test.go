@@ -253,6 +253,7 @@ func TestErrors(t *testing.T) {
 			"  rate_limit: {per_second: 0, burst: 0}",
 			"  allowed_origins: [https://a.example/path]",
 			"  max_shadow_proposals: 0",
+			"  webhook_retention: a week",
 			"workspaces: [{id: ws}]"),
 			[]string{
 				`t.yaml:2: server.listen: "localhost" is not host:port (e.g. 127.0.0.1:8080 or :8080)`,
@@ -263,6 +264,7 @@ func TestErrors(t *testing.T) {
 				`t.yaml:6: server.rate_limit.burst: 0 is below 1; expected the number of requests a key may send at once`,
 				`t.yaml:7: server.allowed_origins[0]: "https://a.example/path" is not an origin; expected scheme://host[:port], e.g. https://console.example.com`,
 				`t.yaml:8: server.max_shadow_proposals: 0 is below 1; expected how many unreviewed shadow proposals one key may keep per step`,
+				`t.yaml:9: server.webhook_retention: "a week" is not a duration; expected a Go duration such as 10s, 1500ms, 72h`,
 			}},
 
 		// Every fault is reported, in line order.

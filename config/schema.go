@@ -82,6 +82,9 @@ var enums = map[string][]any{
 
 var durations = []string{
 	"server.approval_ttl",
+	"server.webhook_retention",
+	"workspaces.webhooks.backoff",
+	"workspaces.webhooks.timeout",
 	"workspaces.capabilities.executor.timeout",
 }
 

@@ -103,6 +103,7 @@ func (b *builder) server(fs *fileServer, data []byte) Server {
 	s := Server{
 		Listen:             DefaultListen,
 		ApprovalTTL:        DefaultApprovalTTL,
+		WebhookRetention:   DefaultWebhookRetention,
 		AuditSecretEnv:     DefaultAuditSecretEnv,
 		CheckpointKeyEnv:   DefaultCheckpointKeyEnv,
 		RatePerSecond:      DefaultRatePerSecond,
@@ -133,6 +134,9 @@ func (b *builder) server(fs *fileServer, data []byte) Server {
 	}
 	if fs.ApprovalTTL != "" {
 		s.ApprovalTTL = b.duration("server.approval_ttl", fs.ApprovalTTL, DefaultApprovalTTL)
+	}
+	if fs.WebhookRetention != "" {
+		s.WebhookRetention = b.duration("server.webhook_retention", fs.WebhookRetention, DefaultWebhookRetention)
 	}
 	if fs.AuditSecretEnv != "" {
 		if !envPattern.MatchString(fs.AuditSecretEnv) {

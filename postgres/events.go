@@ -266,7 +266,8 @@ func (s *Store) Redeliver(ctx context.Context, workspace, id string) (ladder.Del
 	return d, nil
 }
 
-// DeliveryStats returns the figures of the delivery metrics.
+// DeliveryStats returns the figures of the delivery metrics, each count
+// read from its status's partial index.
 func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error) {
 	var (
 		st                                 ladder.DeliveryStats
@@ -274,12 +275,13 @@ func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error)
 		oldest                             *float64
 	)
 	err := s.pool.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'pending' AND attempts > 0),
-			count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status = 'dead'),
+			(SELECT count(*) FROM deliveries WHERE status = 'pending'),
+			(SELECT count(*) FROM deliveries WHERE status = 'pending' AND attempts > 0),
+			(SELECT count(*) FROM deliveries WHERE status = 'delivered'),
+			(SELECT count(*) FROM deliveries WHERE status = 'dead'),
 			extract(epoch FROM clock_timestamp() - least(
 				(SELECT min(o.at) FROM deliveries d JOIN outbox o ON o.seq = d.event_seq WHERE d.status = 'pending'),
-				(SELECT min(at) FROM outbox WHERE NOT fanned)))::float8
-		FROM deliveries`).Scan(&pending, &retrying, &delivered, &dead, &oldest)
+				(SELECT min(at) FROM outbox WHERE NOT fanned)))::float8`).Scan(&pending, &retrying, &delivered, &dead, &oldest)
 	if err != nil {
 		return st, fmt.Errorf("delivery stats: %w", s.mapErr(err))
 	}
@@ -288,4 +290,68 @@ func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error)
 		st.OldestPending = time.Duration(*oldest * float64(time.Second))
 	}
 	return st, nil
+}
+
+// RetireDeliveries makes the pending deliveries of unconfigured endpoints
+// dead.
+func (s *Store) RetireDeliveries(ctx context.Context, endpoints []string, reason string) (map[string]int, error) {
+	known := append([]string{}, endpoints...)
+	const gone = `status = 'pending' AND endpoint <> ALL($1::text[])`
+	// A read first: nearly every start has nothing to retire.
+	var some bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE `+gone+`)`, known).Scan(&some); err != nil || !some {
+		return nil, s.mapErr(err)
+	}
+	out := map[string]int{}
+	err := s.write(ctx, func(w *wtx) error {
+		clear(out)
+		rows, err := w.tx.Query(w.ctx, `UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = $2 WHERE `+gone+` RETURNING endpoint`, known, reason)
+		if err != nil {
+			return err
+		}
+		eps, err := collect(rows, func(r pgx.Row) (string, error) {
+			var ep string
+			return ep, r.Scan(&ep)
+		})
+		for _, ep := range eps {
+			out[ep]++
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retire deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// PruneDeliveries deletes delivered deliveries, and events left with
+// none, older than before. Replicas pruning at once skip each other's
+// rows.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.write(ctx, func(w *wtx) error {
+		n = 0
+		// The outer status test is checked again on a row a redelivery
+		// changed meanwhile: a delivery made pending again stays.
+		// The batch is chosen once (a CTE), so a subquery run again by the
+		// plan cannot pick more rows than limit.
+		d, err := w.exec(`WITH doomed AS MATERIALIZED (SELECT seq FROM deliveries
+				WHERE status = 'delivered' AND delivered_at < $1 ORDER BY delivered_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			DELETE FROM deliveries x USING doomed WHERE x.seq = doomed.seq AND x.status = 'delivered'`, before, limit)
+		if err != nil {
+			return err
+		}
+		e, err := w.exec(`WITH doomed AS MATERIALIZED (SELECT o.seq FROM outbox o
+				WHERE o.fanned AND o.at < $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = o.seq) ORDER BY o.at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			DELETE FROM outbox x USING doomed WHERE x.seq = doomed.seq`, before, limit)
+		if err != nil {
+			return err
+		}
+		n = int(d.RowsAffected() + e.RowsAffected())
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return n, nil
 }

@@ -245,23 +245,25 @@ func (s *Store) Redeliver(ctx context.Context, workspace, id string) (ladder.Del
 	return d, nil
 }
 
-// DeliveryStats returns the figures of the delivery metrics.
+// DeliveryStats returns the figures of the delivery metrics, each count
+// read from its status's partial index.
 func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error) {
 	var (
-		st                ladder.DeliveryStats
-		oldestD, oldestE  sql.NullString
-		pending, retrying sql.NullInt64
-		delivered, dead   sql.NullInt64
+		st                                 ladder.DeliveryStats
+		oldestD, oldestE                   sql.NullString
+		pending, retrying, delivered, dead int64
 	)
 	err := s.readers.QueryRowContext(ctx, `SELECT
-			sum(status = 'pending'), sum(status = 'pending' AND attempts > 0), sum(status = 'delivered'), sum(status = 'dead'),
+			(SELECT count(*) FROM deliveries WHERE status = 'pending'),
+			(SELECT count(*) FROM deliveries WHERE status = 'pending' AND attempts > 0),
+			(SELECT count(*) FROM deliveries WHERE status = 'delivered'),
+			(SELECT count(*) FROM deliveries WHERE status = 'dead'),
 			(SELECT min(o.at) FROM deliveries d JOIN outbox o ON o.seq = d.event_seq WHERE d.status = 'pending'),
-			(SELECT min(at) FROM outbox WHERE fanned = 0)
-		FROM deliveries`).Scan(&pending, &retrying, &delivered, &dead, &oldestD, &oldestE)
+			(SELECT min(at) FROM outbox WHERE fanned = 0)`).Scan(&pending, &retrying, &delivered, &dead, &oldestD, &oldestE)
 	if err != nil {
 		return st, fmt.Errorf("delivery stats: %w", s.mapErr(err))
 	}
-	st.Pending, st.Retrying, st.Delivered, st.Dead = int(pending.Int64), int(retrying.Int64), int(delivered.Int64), int(dead.Int64)
+	st.Pending, st.Retrying, st.Delivered, st.Dead = int(pending), int(retrying), int(delivered), int(dead)
 	now := s.now()
 	for _, o := range []sql.NullString{oldestD, oldestE} {
 		if !o.Valid {
@@ -274,4 +276,78 @@ func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error)
 		st.OldestPending = max(st.OldestPending, now.Sub(t))
 	}
 	return st, nil
+}
+
+// RetireDeliveries makes the pending deliveries of unconfigured endpoints
+// dead.
+func (s *Store) RetireDeliveries(ctx context.Context, endpoints []string, reason string) (map[string]int, error) {
+	known, err := json.Marshal(append([]string{}, endpoints...))
+	if err != nil {
+		return nil, err
+	}
+	const gone = `status = 'pending' AND endpoint NOT IN (SELECT value FROM json_each(?))`
+	// A read first: nearly every start has nothing to retire.
+	var some bool
+	if err := s.readers.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE `+gone+`)`, string(known)).Scan(&some); err != nil || !some {
+		return nil, s.mapErr(err)
+	}
+	out := map[string]int{}
+	err = s.write(ctx, func(w *wtx) error {
+		clear(out)
+		rows, err := w.query(`SELECT endpoint, count(*) FROM deliveries WHERE `+gone+` GROUP BY endpoint`, string(known))
+		if err != nil {
+			return err
+		}
+		type count struct {
+			ep string
+			n  int
+		}
+		got, err := collect(rows, func(r scanner) (count, error) {
+			var c count
+			return c, r.Scan(&c.ep, &c.n)
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range got {
+			out[c.ep] = c.n
+		}
+		_, err = w.exec(`UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ? WHERE `+gone, reason, string(known))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retire deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// PruneDeliveries deletes delivered deliveries, and events left with
+// none, older than before.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.write(ctx, func(w *wtx) error {
+		n = 0
+		cut := fmtTime(before)
+		res, err := w.exec(`DELETE FROM deliveries WHERE seq IN (SELECT seq FROM deliveries
+			WHERE status = 'delivered' AND delivered_at < ? ORDER BY delivered_at LIMIT ?)`, cut, limit)
+		if err != nil {
+			return err
+		}
+		d, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		res, err = w.exec(`DELETE FROM outbox WHERE seq IN (SELECT o.seq FROM outbox o
+			WHERE o.fanned = 1 AND o.at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = o.seq) ORDER BY o.at LIMIT ?)`, cut, limit)
+		if err != nil {
+			return err
+		}
+		e, err := res.RowsAffected()
+		n = int(d + e)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return n, nil
 }

@@ -21,6 +21,8 @@ var eventTests = []struct {
 	{"OutboxExpiryEvent", testOutboxExpiry},
 	{"DeliveryLifecycle", testDeliveryLifecycle},
 	{"DeliveryClaimedOnce", testDeliveryClaimedOnce},
+	{"DeliveriesRetired", testDeliveriesRetired},
+	{"DeliveriesPruned", testDeliveriesPruned},
 }
 
 // everyone sends every event to two endpoints.
@@ -209,4 +211,102 @@ func ids(ds []ladder.Delivery) []string {
 		out[i] = d.ID
 	}
 	return out
+}
+
+// testDeliveriesRetired: the pending deliveries of an endpoint no longer
+// configured become dead with the reason, visible and counted; delivered
+// ones and those of configured endpoints stay as they are.
+func testDeliveriesRetired(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	for _, id := range []string{"lc_r1", "lc_r2"} {
+		must(s.AppendAudit(ctx, eventEntry(t, id)))
+	}
+	must(s.FanOut(ctx, 100, everyone))
+	two := must(s.ClaimDeliveries(ctx, 1, time.Minute, map[string]int{"ws-a/two": 1}))
+	if len(two) != 1 {
+		t.Fatalf("claimed %d, want 1", len(two))
+	}
+	check(t, s.FinishDelivery(ctx, ladder.DeliveryResult{ID: two[0].ID, Delivered: true, StatusCode: 200}))
+
+	got := must(s.RetireDeliveries(ctx, []string{"ws-a/one"}, ladder.EndpointRemoved))
+	if diff := cmp.Diff(map[string]int{"ws-a/two": 1}, got); diff != "" {
+		t.Fatalf("retired (-want +got):\n%s", diff)
+	}
+	if again := must(s.RetireDeliveries(ctx, []string{"ws-a/one"}, ladder.EndpointRemoved)); len(again) != 0 {
+		t.Errorf("retired again: %v, want none", again)
+	}
+	counts := map[string]int{}
+	for _, d := range must(s.ListDeliveries(ctx, ladder.DeliveryQuery{Workspace: wsA})) {
+		counts[d.Endpoint+" "+string(d.Status)+" "+d.LastError]++
+	}
+	wantCounts := map[string]int{
+		"ws-a/one pending ":                       2,
+		"ws-a/two delivered ":                     1,
+		"ws-a/two dead " + ladder.EndpointRemoved: 1,
+	}
+	if diff := cmp.Diff(wantCounts, counts); diff != "" {
+		t.Errorf("deliveries after retiring ws-a/two (-want +got):\n%s", diff)
+	}
+	if st := must(s.DeliveryStats(ctx)); st.Pending != 2 || st.Dead != 1 || st.Delivered != 1 {
+		t.Errorf("stats %+v, want 2 pending, 1 dead, 1 delivered", st)
+	}
+	if got := must(s.ClaimDeliveries(ctx, 10, time.Minute, map[string]int{"ws-a/two": 10})); len(got) != 0 {
+		t.Errorf("claimed retired deliveries %v", ids(got))
+	}
+	if got := must(s.RetireDeliveries(ctx, nil, ladder.EndpointRemoved)); !cmp.Equal(got, map[string]int{"ws-a/one": 2}) {
+		t.Errorf("retired with no endpoint configured: %v, want ws-a/one's 2", got)
+	}
+}
+
+// testDeliveriesPruned: delivered deliveries older than the cut go in
+// bounded batches, then events left with no delivery; pending and dead
+// deliveries and their events stay, and a dead one can still be
+// redelivered.
+func testDeliveriesPruned(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	for _, id := range []string{"lc_p1", "lc_p2", "lc_p3", "lc_p4"} {
+		must(s.AppendAudit(ctx, eventEntry(t, id)))
+	}
+	must(s.FanOut(ctx, 100, func(ladder.Event) []string { return []string{"ep"} }))
+	must(s.AppendAudit(ctx, eventEntry(t, "lc_nobody")))
+	must(s.FanOut(ctx, 100, func(ladder.Event) []string { return nil }))
+	got := must(s.ClaimDeliveries(ctx, 10, time.Minute, map[string]int{"ep": 10}))
+	if len(got) != 4 {
+		t.Fatalf("claimed %d, want 4", len(got))
+	}
+	check(t, s.FinishDelivery(ctx, ladder.DeliveryResult{ID: got[0].ID, Delivered: true, StatusCode: 200}))
+	check(t, s.FinishDelivery(ctx, ladder.DeliveryResult{ID: got[1].ID, Delivered: true, StatusCode: 200}))
+	check(t, s.FinishDelivery(ctx, ladder.DeliveryResult{ID: got[2].ID, Dead: true, Error: "HTTP 500", StatusCode: 500}))
+	check(t, s.FinishDelivery(ctx, ladder.DeliveryResult{ID: got[3].ID, Error: "HTTP 500", StatusCode: 500, RetryIn: time.Hour}))
+
+	if n := must(s.PruneDeliveries(ctx, t0.Add(-time.Hour), 10)); n != 0 {
+		t.Fatalf("pruned %d rows older than everything, want 0", n)
+	}
+	later := time.Now().Add(time.Hour)
+	// One delivery and one event per batch of one.
+	if n := must(s.PruneDeliveries(ctx, later, 1)); n != 2 {
+		t.Fatalf("first batch of 1 pruned %d rows, want 2 (a delivery, an event)", n)
+	}
+	// The other delivered one, then the two events left with none.
+	if n := must(s.PruneDeliveries(ctx, later, 10)); n != 3 {
+		t.Fatalf("second batch pruned %d rows, want 3", n)
+	}
+	if n := must(s.PruneDeliveries(ctx, later, 10)); n != 0 {
+		t.Fatalf("third batch pruned %d rows, want 0", n)
+	}
+	left := map[string]ladder.DeliveryStatus{}
+	for _, d := range must(s.ListDeliveries(ctx, ladder.DeliveryQuery{Workspace: wsA})) {
+		left[d.ID] = d.Status
+	}
+	if diff := cmp.Diff(map[string]ladder.DeliveryStatus{got[2].ID: ladder.DeliveryDead, got[3].ID: ladder.DeliveryPending}, left); diff != "" {
+		t.Fatalf("deliveries after pruning (-want +got):\n%s", diff)
+	}
+	if st := must(s.DeliveryStats(ctx)); st.Delivered != 0 || st.Dead != 1 || st.Pending != 1 {
+		t.Errorf("stats after pruning %+v", st)
+	}
+	must(s.Redeliver(ctx, wsA, got[2].ID))
+	again := must(s.ClaimDeliveries(ctx, 10, time.Minute, map[string]int{"ep": 10}))
+	if len(again) != 1 || again[0].ID != got[2].ID || again[0].Event == nil || again[0].Event.ID != got[2].EventID {
+		t.Fatalf("claim of the redelivered dead letter after pruning: %+v", again)
+	}
 }

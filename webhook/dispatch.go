@@ -72,8 +72,18 @@ type Options struct {
 	// Poll is how often the outbox is read when nothing wakes the
 	// dispatcher (default 1s).
 	Poll time.Duration
-	// Observe, when set, counts each try: delivered, failed or dead.
+	// Observe, when set, counts each try: delivered, failed or dead; and
+	// each pending delivery retired at start because its endpoint is no
+	// longer configured: retired.
 	Observe func(endpoint, outcome string)
+	// Retention is how long delivered deliveries (and events left with no
+	// delivery) are kept; older ones are deleted in batches of PruneBatch,
+	// once every PruneEvery. Zero keeps them all.
+	Retention  time.Duration
+	PruneEvery time.Duration // default 1 minute
+	PruneBatch int           // default 500
+	// Now is the clock the retention is measured by (default time.Now).
+	Now func() time.Time
 }
 
 // Dispatcher delivers the outbox's events after commit. Run one per
@@ -95,6 +105,15 @@ func New(o Options) *Dispatcher {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PruneEvery <= 0 {
+		o.PruneEvery = time.Minute
+	}
+	if o.PruneBatch <= 0 {
+		o.PruneBatch = 500
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	d := &Dispatcher{o: o, eps: map[string]*Endpoint{}, wake: make(chan struct{}, 1), inflight: map[string]int{}}
 	for i := range o.Endpoints {
@@ -119,11 +138,15 @@ func (d *Dispatcher) Kick() {
 	}
 }
 
-// Run delivers until ctx ends, then waits for the tries in progress.
+// Run delivers until ctx ends, then waits for the tries in progress. It
+// first retires the pending deliveries of endpoints no longer configured,
+// and prunes old delivered ones as it goes.
 func (d *Dispatcher) Run(ctx context.Context) {
 	defer d.wg.Wait()
+	d.retire(ctx)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -132,7 +155,55 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-d.wake:
 		}
 		d.pass(ctx)
+		if now := d.o.Now(); d.o.Retention > 0 && now.Sub(pruned) >= d.o.PruneEvery {
+			pruned = now
+			d.prune(ctx, now.Add(-d.o.Retention))
+		}
 		t.Reset(d.o.Poll)
+	}
+}
+
+// retire makes the pending deliveries of endpoints this replica does not
+// know dead, so they neither wait forever nor hold up the oldest
+// undelivered age. Every replica should run the same config: one with an
+// older config would retire a newer endpoint's deliveries.
+func (d *Dispatcher) retire(ctx context.Context) {
+	names := make([]string, 0, len(d.eps))
+	for name := range d.eps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	got, err := d.o.Store.RetireDeliveries(ctx, names, ladder.EndpointRemoved)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.o.Logger.Warn("retire deliveries of removed endpoints", "err", err)
+		}
+		return
+	}
+	for ep, n := range got {
+		d.o.Logger.Warn("deliveries of an endpoint removed from the config are dead", "endpoint", ep, "deliveries", n)
+		if d.o.Observe != nil {
+			for range n {
+				d.o.Observe(ep, "retired")
+			}
+		}
+	}
+}
+
+// prune deletes delivered deliveries older than before, a batch at a
+// time so no transaction holds the tables long, up to 20 batches a pass.
+func (d *Dispatcher) prune(ctx context.Context, before time.Time) {
+	for range 20 {
+		n, err := d.o.Store.PruneDeliveries(ctx, before, d.o.PruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.o.Logger.Warn("prune deliveries", "err", err)
+			}
+			return
+		}
+		if n < d.o.PruneBatch {
+			return
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/sqlite"
 	"github.com/ladderhq/ladder/webhook"
@@ -157,5 +159,87 @@ func TestDispatcher(t *testing.T) {
 	}
 	if len(tries) != 6 {
 		t.Errorf("%d events tried, want 6 (ws2's event goes nowhere)", len(tries))
+	}
+}
+
+// sendFunc is a Sender that answers with a function.
+type sendFunc func(ladder.Event) error
+
+func (f sendFunc) Send(_ context.Context, ev ladder.Event) (int, error) {
+	if err := f(ev); err != nil {
+		return 503, err
+	}
+	return 200, nil
+}
+
+// TestDispatcherRetiresAndPrunes: a dispatcher started without an
+// endpoint that still has pending deliveries makes them dead, with the
+// reason, visible and counted; delivered deliveries older than the
+// retention are deleted; a dead letter stays.
+func TestDispatcherRetiresAndPrunes(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "l.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 3 {
+		e, _ := ladder.NewAuditEntry("ws", "system", ladder.AuditLaneChange, "lc", time.Now(), nil)
+		e.Event = ladder.LaneChangedEvent(ladder.LaneChange{ID: "lc", Workspace: "ws", Queue: "q", Step: "s", At: time.Now(), From: ladder.LaneShadow, To: ladder.LanePropose, Rule: "r"})
+		if _, err := st.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := webhook.Endpoint{Name: "ws/ok", Workspace: "ws", Sender: sendFunc(func(ladder.Event) error { return nil })}
+	down := webhook.Endpoint{Name: "ws/down", Workspace: "ws", MaxAttempts: 10, Backoff: time.Hour, Sender: sendFunc(func(ladder.Event) error { return io.ErrUnexpectedEOF })}
+	count := func(q ladder.DeliveryQuery) map[string]int {
+		t.Helper()
+		q.Workspace = "ws"
+		ds, err := st.ListDeliveries(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, x := range ds {
+			out[x.Endpoint+" "+string(x.Status)+" "+x.LastError]++
+		}
+		return out
+	}
+	run := func(o webhook.Options, until func() bool) {
+		t.Helper()
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { webhook.New(o).Run(rctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		for deadline := time.Now().Add(20 * time.Second); !until(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not done in 20s: %v", count(ladder.DeliveryQuery{}))
+			}
+		}
+	}
+	run(webhook.Options{Store: st, Poll: 10 * time.Millisecond, Endpoints: []webhook.Endpoint{ok, down}}, func() bool {
+		c := count(ladder.DeliveryQuery{})
+		return c["ws/ok delivered "] == 3 && c["ws/down pending "+io.ErrUnexpectedEOF.Error()] == 3
+	})
+
+	// ws/down leaves the config; an hour later by the clock, with a
+	// minute's retention, ws/ok's delivered rows are past it.
+	var mu sync.Mutex
+	observed := map[string]int{}
+	run(webhook.Options{Store: st, Poll: 10 * time.Millisecond, Endpoints: []webhook.Endpoint{ok},
+		Retention: time.Minute, Now: func() time.Time { return time.Now().Add(time.Hour) },
+		Observe: func(ep, outcome string) { mu.Lock(); observed[ep+" "+outcome]++; mu.Unlock() }},
+		func() bool { return len(count(ladder.DeliveryQuery{Endpoint: "ws/ok"})) == 0 })
+	want := map[string]int{"ws/down dead " + ladder.EndpointRemoved: 3}
+	if diff := cmp.Diff(want, count(ladder.DeliveryQuery{})); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"ws/down retired": 3}, observed); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+	if stats, err := st.DeliveryStats(ctx); err != nil || stats.Dead != 3 || stats.Pending != 0 || stats.Delivered != 0 || stats.OldestPending != 0 {
+		t.Errorf("stats %+v %v, want 3 dead and nothing waiting", stats, err)
 	}
 }

@@ -62,14 +62,17 @@ func webhookEndpoints(cfg *config.Config, getenv func(string) string, publicURL 
 }
 
 // startDispatcher starts delivering the outbox's events to the configured
-// endpoints, and registers the delivery metrics. The function it returns
+// endpoints (first retiring the pending deliveries of endpoints the config
+// no longer has, and pruning delivered ones past server.webhook_retention
+// as it goes), and registers the delivery metrics. The function it returns
 // waits, after ctx ends, for the tries in progress to be recorded. An
 // event goes to the endpoints configured when it is fanned out (within
 // moments of its commit); a server without endpoints fans each event out
 // to none, so nothing is sent long after the fact when one is added.
 func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, eps []webhook.Endpoint) func() {
 	observe := metrics.Webhooks(reg, st.store.DeliveryStats)
-	d := webhook.New(webhook.Options{Store: st.store, Endpoints: eps, Logger: st.log.With("component", "webhooks"), Observe: observe})
+	d := webhook.New(webhook.Options{Store: st.store, Endpoints: eps, Logger: st.log.With("component", "webhooks"), Observe: observe,
+		Retention: st.cfg.Server.WebhookRetention})
 	if pg, ok := st.store.(*postgres.Store); ok {
 		// Hear of changes committed by any replica at once: the
 		// dispatcher of events to deliver, and the agents waiting on an

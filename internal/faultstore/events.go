@@ -54,3 +54,19 @@ func (s *Store) DeliveryStats(ctx context.Context) (ladder.DeliveryStats, error)
 	}
 	return s.next.DeliveryStats(ctx)
 }
+
+// RetireDeliveries passes to the wrapped store unless writes fail.
+func (s *Store) RetireDeliveries(ctx context.Context, endpoints []string, reason string) (map[string]int, error) {
+	if err := s.write(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.RetireDeliveries(ctx, endpoints, reason)
+}
+
+// PruneDeliveries passes to the wrapped store unless writes fail.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := s.write(ctx); err != nil {
+		return 0, err
+	}
+	return s.next.PruneDeliveries(ctx, before, limit)
+}

@@ -11,14 +11,16 @@ import (
 
 // Webhooks registers the delivery metrics on reg and returns the function
 // that counts each try: ladder_webhook_attempts_total{endpoint, outcome}
-// (delivered, failed: will be retried, dead: the last try failed), and,
+// (delivered, failed: will be retried, dead: the last try failed;
+// retired: never tried again, its endpoint was removed from the config),
+// and,
 // read from stats at each scrape, ladder_webhook_deliveries{status}
 // (pending, retrying, delivered, dead) and
 // ladder_webhook_oldest_undelivered_seconds. A nil reg registers nothing.
 func Webhooks(reg prometheus.Registerer, stats func(context.Context) (ladder.DeliveryStats, error)) func(endpoint, outcome string) {
 	tries := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ladder_webhook_attempts_total",
-		Help: "Tries to deliver an event to an endpoint, by endpoint (workspace/name) and outcome: delivered, failed (retried later) or dead (the last try failed; see ladder webhooks list --status dead).",
+		Help: "Tries to deliver an event to an endpoint, by endpoint (workspace/name) and outcome: delivered, failed (retried later), dead (the last try failed; see ladder webhooks list --status dead) or retired (pending when its endpoint was removed from the config, now dead without a try).",
 	}, []string{"endpoint", "outcome"}))
 	if reg != nil && stats != nil {
 		register(reg, &deliveryCollector{stats: stats})
