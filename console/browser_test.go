@@ -292,6 +292,18 @@ func TestBrowser(t *testing.T) {
 	if toAudit == "" {
 		t.Fatal("the demo left no sampled audit to review")
 	}
+	// A dead letter, so the deliveries page shows its table and a Send
+	// again button.
+	if _, err := e.Store.FanOut(context.Background(), 1000, func(ev ladder.Event) []string { return []string{ev.Workspace + "/ops"} }); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := e.Store.ClaimDeliveries(context.Background(), 1, time.Minute, map[string]int{ws + "/ops": 1})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("claim a delivery: %v %v", dls, err)
+	}
+	if err := e.Store.FinishDelivery(context.Background(), ladder.DeliveryResult{ID: dls[0].ID, Dead: true, Error: "the endpoint answered HTTP 503", StatusCode: 503}); err != nil {
+		t.Fatal(err)
+	}
 	pages := []struct{ name, path, ready string }{
 		{"overview", "/console/overview", "#waiting-approvals"},
 		{"inbox", "/console/inbox", "#item-" + pending},
@@ -301,6 +313,7 @@ func TestBrowser(t *testing.T) {
 		{"step", "/console/steps/bills/post_tms", "#rolling-4"},
 		{"gate-history", "/console/gate", "#gate-decisions"},
 		{"audit-log", "/console/audit", "#audit-records"},
+		{"webhooks", "/console/webhooks", "#deliveries form.redeliver"},
 	}
 	for _, w := range []int64{1280, 390} {
 		for _, pg := range pages {

@@ -161,6 +161,7 @@ func (h *Handler) routes() {
 	h.handle("GET /console/gate", h.authed(h.gateHistory))
 	h.handle("GET /console/audit", h.authed(h.auditLog))
 	h.handle("GET /console/webhooks", h.authed(h.deliveries))
+	h.handle("POST /console/webhooks/{id}/redeliver", h.authed(h.redeliver))
 	h.handle("/console/", func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound
 	})
@@ -268,6 +269,8 @@ func flashText(done string) string {
 		return "The step is pinned."
 	case "unpinned":
 		return "The step is unpinned; the rules move it again."
+	case "redelivered":
+		return "Sent again: the delivery is pending and due now, its tries counted anew."
 	case "signedout":
 		return "You are signed out."
 	}

@@ -36,6 +36,20 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
 	if pg.NextCursor != "" {
 		d.Next = nextPage("/console/webhooks", q, pg.NextCursor)
 	}
-	h.render(w, r, status, "webhooks", page{Title: "Webhook deliveries", Data: d})
+	h.render(w, r, status, "webhooks", page{Title: "Webhook deliveries", Nav: "webhooks", Data: d})
+	return nil
+}
+
+// redeliver sends a dead or failing delivery of the person's workspace
+// again now, its tries counted anew (ladder webhooks redeliver).
+func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.svc.Redeliver(r.Context(), principalOf(r), "", r.PathValue("id"))
+	if err != nil {
+		if ladder.AsError(err).Code == ladder.CodeNotFound {
+			return errNotFound
+		}
+		return err
+	}
+	http.Redirect(w, r, "/console/webhooks?status=pending&done=redelivered#"+d.ID, http.StatusSeeOther)
 	return nil
 }

@@ -195,6 +195,9 @@ func isoConsoleRows() []isoConsoleRow {
 		}},
 		{pattern: "GET /console/steps", list: isoCGet("/console/steps")},
 		{pattern: "GET /console/webhooks", list: isoCGet("/console/webhooks")},
+		{pattern: "POST /console/webhooks/{id}/redeliver", probes: []isoProbe{pDelivery}, req: func(v string) (string, string, url.Values) {
+			return "POST", "/console/webhooks/" + v + "/redeliver", nil
+		}},
 		{pattern: "GET /console/steps/{queue}/{step}", probes: []isoProbe{pQueue}, req: func(v string) (string, string, url.Values) {
 			return "GET", "/console/steps/" + v + "/post_tms", nil
 		}},
