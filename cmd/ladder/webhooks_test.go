@@ -354,4 +354,34 @@ func TestApprovalWaitAcrossReplicas(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent waiting on replica a did not hear of the decision on b before its wait ended")
 	}
+
+	// A capability call that waits on a gets the executed result when a
+	// person approves it on b.
+	called := make(chan reply, 1)
+	go func() {
+		called <- call("POST", a.URL+"/v1/capabilities/pay:send/call?wait=30", agent, map[string]any{"ref": "pay-call-wait", "idempotency_key": "pay-call-wait"})
+	}()
+	var pending struct {
+		Approvals []ladder.ApprovalView `json:"approvals"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(pending.Approvals) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting call made no approval")
+		}
+		time.Sleep(50 * time.Millisecond)
+		mustCall(t, 200, "GET", b.URL+"/v1/approvals?status=pending", human, nil, &pending)
+	}
+	mustCall(t, 200, "POST", b.URL+"/v1/approvals/"+pending.Approvals[0].ID+"/approve", human, nil, nil)
+	approved := time.Now()
+	select {
+	case r := <-called:
+		t.Logf("the call waiting on a answered %s after the approval on b", time.Since(approved))
+		var res ladder.CallResult
+		if r.Status != 200 || json.Unmarshal(r.Body, &res) != nil || res.Status != ladder.CallResultExecuted || res.ApprovalID != pending.Approvals[0].ID || res.CallID == "" {
+			t.Fatalf("the call waiting on a got %s", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call waiting on replica a did not hear of the approval on b before its wait ended")
+	}
 }
