@@ -240,6 +240,27 @@ func TestCapabilityCallWait(t *testing.T) {
 		}
 	})
 
+	t.Run("approved but the run fails", func(t *testing.T) {
+		done := make(chan answer, 1)
+		go func() {
+			// The upstream tool requires relationship: approving runs it, and it fails.
+			r := c.Do("POST", "/v1/capabilities/acme:human/call?wait=30", c.agent, map[string]any{"program": "p1", "payload": map[string]any{"commission_id": "c-cw-fail"}})
+			done <- answer{r.Status, r.Body, string(r.Raw), time.Now()}
+		}()
+		id := pendingID("c-cw-fail")
+		if r := c.Do("POST", "/v1/approvals/"+id+"/approve", c.human, nil); r.Status != 502 {
+			t.Fatalf("approve: %d %s, want the upstream's failure", r.Status, r.Raw)
+		}
+		select {
+		case a := <-done:
+			if a.status != 200 || a.body["status"] != "execution_failed" || !strings.Contains(fmt.Sprint(a.body["message"]), "did not run") || a.body["result"] != nil {
+				t.Fatalf("waiting call got %d %s, want execution_failed", a.status, a.raw)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiting call did not hear of the failed run before its wait ended")
+		}
+	})
+
 	t.Run("nobody decides", func(t *testing.T) {
 		start := time.Now()
 		// The body's own wait is an extra key: a payload field, not the wait.
