@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,17 @@ import (
 
 // loginApp is a small login and consent app for Hydra: a form that asks
 // for a user name and accepts the login under it through Hydra's admin
-// API, and a consent step that grants what was asked.
+// API, and a consent step that grants what was asked. With user set, the
+// login is accepted under that name without a form (a person who is
+// signed in at the provider already).
+//
+// Hydra v2.3.0 takes the audience of a token from its own audience
+// parameter and ignores RFC 8707's resource parameter, which MCP clients
+// send; the consent step grants a requested resource as the audience when
+// the client is registered for it, as an RFC 8707 server would.
 type loginApp struct {
-	h *hydra
+	h    *hydra
+	user string
 }
 
 var loginForm = template.Must(template.New("login").Parse(`<!doctype html><html><body><h1>Test provider</h1>
@@ -31,6 +40,16 @@ var loginForm = template.Must(template.New("login").Parse(`<!doctype html><html>
 
 func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.Method == "GET" && r.URL.Path == "/login" && a.user != "":
+		var out struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(r.URL.Query().Get("login_challenge")),
+			map[string]any{"subject": a.user, "remember": false}, &out); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
 	case r.Method == "GET" && r.URL.Path == "/login":
 		_ = loginForm.Execute(w, r.URL.Query().Get("login_challenge"))
 	case r.Method == "POST" && r.URL.Path == "/login":
@@ -49,10 +68,21 @@ func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			RequestedScope    []string `json:"requested_scope"`
 			RequestedAudience []string `json:"requested_access_token_audience"`
+			RequestURL        string   `json:"request_url"`
+			Client            struct {
+				Audience []string `json:"audience"`
+			} `json:"client"`
 		}
 		if err := a.h.adminDo("GET", "/admin/oauth2/auth/requests/consent?consent_challenge="+url.QueryEscape(ch), nil, &req); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
+		}
+		if u, err := url.Parse(req.RequestURL); err == nil {
+			for _, res := range u.Query()["resource"] {
+				if slices.Contains(req.Client.Audience, res) && !slices.Contains(req.RequestedAudience, res) {
+					req.RequestedAudience = append(req.RequestedAudience, res)
+				}
+			}
 		}
 		var out struct {
 			RedirectTo string `json:"redirect_to"`
