@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,10 +9,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,5 +137,114 @@ func TestHydraAuthorizationCode(t *testing.T) {
 	a := e.Do("GET", "/v1/audit?kind=route", e.Keys["vantrow-bills/admin"], nil)
 	if want := "oauth:hydra:" + clientID + ":ops-bob"; !strings.Contains(string(a.Raw), `"actor":"`+want+`"`) || !strings.Contains(string(a.Raw), "bill-authcode") {
 		t.Errorf("audit has no route of bill-authcode by %s: %s", want, a.Raw)
+	}
+}
+
+// TestHydraInspector: the MCP Inspector's CLI (LADDER_TEST_INSPECTOR
+// names its mcp-inspector; node must be on PATH; .ci/run sets both after
+// scripts/mcp-conformance.sh installs them), given only ladder's URL and
+// a client id registered at Hydra, meets the 401, reads ladder's
+// Protected Resource Metadata, discovers Hydra and sends the person to
+// Hydra's authorization endpoint; the person (this test's user agent,
+// signed in at Hydra already) is sent back to the Inspector's loopback
+// callback, and the Inspector exchanges the code and calls route_item,
+// recorded under the person and the client.
+func TestHydraInspector(t *testing.T) {
+	inspector := os.Getenv("LADDER_TEST_INSPECTOR")
+	if inspector == "" {
+		t.Skip("LADDER_TEST_INSPECTOR is not set: no MCP Inspector to run (scripts/mcp-conformance.sh installs it)")
+	}
+	app := &loginApp{user: "ops-carol"}
+	login := httptest.NewServer(app)
+	defer login.Close()
+	h := startHydra(t, login.URL+"/login", login.URL+"/consent")
+	app.h = h
+	l, base := listen(t)
+	callback := fmt.Sprintf("http://127.0.0.1:%d/oauth/callback", freePort(t))
+	clientID, _ := h.client(t, map[string]any{
+		"client_name": "MCP Inspector", "grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
+		"redirect_uris": []string{callback}, "scope": "ladder offline_access", "audience": []string{base + "/mcp"},
+		"access_token_strategy": "jwt", "token_endpoint_auth_method": "none",
+	})
+	e := startLadder(t, l, base, hydraIdentity(h, clientID), oauth.Options{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, inspector, "--cli", base+"/mcp", "--transport", "http", "--method", "tools/call",
+		"--tool-name", "route_item", "--tool-arg", "step=post_tms", "--tool-arg", "item=bill-inspector",
+		"--client-id", clientID, "--callback-url", callback)
+	// No TTY here: MCP_AUTO_OPEN_ENABLED lets the CLI start the flow, and
+	// BROWSER=true makes its "open the browser" a no-op; it prints the
+	// authorization URL, which this test's user agent follows.
+	cmd.Env = append(os.Environ(), "HOME="+home, "MCP_AUTO_OPEN_ENABLED=true", "BROWSER=true", "MCP_INSPECTOR_SECRET_STORE=memory", "NO_COLOR=1")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errLog strings.Builder
+	authURL := make(chan string, 1)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			errLog.WriteString(line + "\n")
+			if _, u, ok := strings.Cut(line, "Please navigate to: "); ok {
+				select {
+				case authURL <- strings.TrimSpace(u):
+				default:
+				}
+			}
+		}
+		close(authURL)
+	}()
+	var navigated string
+	select {
+	case u, ok := <-authURL:
+		if !ok {
+			<-scanned
+			_ = cmd.Wait()
+			t.Fatalf("the Inspector ended without asking for a sign-in:\nstdout: %s\nstderr: %s", stdout.String(), errLog.String())
+		}
+		navigated = u
+	case <-ctx.Done():
+		t.Fatal("the Inspector asked for no sign-in within 2 minutes")
+	}
+	if !strings.HasPrefix(navigated, h.Public+"/oauth2/auth?") {
+		t.Errorf("the Inspector sent the person to %s, not to Hydra's authorization endpoint %s/oauth2/auth", navigated, h.Public)
+	}
+	q, _ := url.Parse(navigated)
+	if got := q.Query().Get("resource"); got != base+"/mcp" {
+		t.Errorf("the authorization request's resource is %q, want %q (from ladder's metadata)", got, base+"/mcp")
+	}
+	// The person's browser: through Hydra's login and consent, back to
+	// the Inspector's callback listener.
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(navigated)
+	if err != nil {
+		t.Fatalf("following the authorization URL: %v", err)
+	}
+	resp.Body.Close()
+	if !strings.HasPrefix(resp.Request.URL.String(), callback) {
+		t.Errorf("the authorization ended at %s, not at the Inspector's callback", resp.Request.URL)
+	}
+	<-scanned // the Inspector has exited
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the Inspector: %v\nstdout: %s\nstderr: %s", err, stdout.String(), errLog.String())
+	}
+	if !strings.Contains(stdout.String(), "bill-inspector") {
+		t.Errorf("the Inspector's route_item answer names no bill-inspector:\n%s", stdout.String())
+	}
+	a := e.Do("GET", "/v1/audit?kind=route", e.Keys["vantrow-bills/admin"], nil)
+	if want := "oauth:hydra:" + clientID + ":ops-carol"; !strings.Contains(string(a.Raw), `"actor":"`+want+`"`) || !strings.Contains(string(a.Raw), "bill-inspector") {
+		t.Errorf("audit has no route of bill-inspector by %s: %s", want, a.Raw)
 	}
 }
