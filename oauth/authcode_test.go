@@ -218,6 +218,7 @@ func TestHydraInspector(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the Inspector asked for no sign-in within 2 minutes")
 	}
+	t.Logf("the Inspector sent the person to %s", navigated)
 	if !strings.HasPrefix(navigated, h.Public+"/oauth2/auth?") {
 		t.Errorf("the Inspector sent the person to %s, not to Hydra's authorization endpoint %s/oauth2/auth", navigated, h.Public)
 	}
@@ -240,6 +241,7 @@ func TestHydraInspector(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the Inspector: %v\nstdout: %s\nstderr: %s", err, stdout.String(), errLog.String())
 	}
+	t.Logf("the Inspector's answer:\n%s", stdout.String())
 	if !strings.Contains(stdout.String(), "bill-inspector") {
 		t.Errorf("the Inspector's route_item answer names no bill-inspector:\n%s", stdout.String())
 	}
