@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 
 // loginApp is a small login and consent app for Hydra: a form that asks
 // for a user name and accepts the login under it through Hydra's admin
-// API, and a consent step that grants what was asked. With user set, the
+// API (remembered: Hydra keeps a session, which sign-out must end), a
+// consent step that grants what was asked, and a logout step that accepts
+// Hydra's logout request. With user set, the
 // login is accepted under that name without a form (a person who is
 // signed in at the provider already).
 //
@@ -32,6 +35,9 @@ import (
 type loginApp struct {
 	h    *hydra
 	user string
+	// logouts counts the provider sign-outs accepted (RP-initiated
+	// logout reaches the app's /logout).
+	logouts atomic.Int64
 }
 
 var loginForm = template.Must(template.New("login").Parse(`<!doctype html><html><body><h1>Test provider</h1>
@@ -58,10 +64,20 @@ func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			RedirectTo string `json:"redirect_to"`
 		}
 		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(r.PostFormValue("challenge")),
-			map[string]any{"subject": r.PostFormValue("user"), "remember": false}, &out); err != nil {
+			map[string]any{"subject": r.PostFormValue("user"), "remember": true}, &out); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
+		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
+	case r.Method == "GET" && r.URL.Path == "/logout":
+		var out struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/logout/accept?logout_challenge="+url.QueryEscape(r.URL.Query().Get("logout_challenge")), nil, &out); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		a.logouts.Add(1)
 		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
 	case r.Method == "GET" && r.URL.Path == "/consent":
 		ch := r.URL.Query().Get("consent_challenge")
@@ -127,6 +143,7 @@ func TestHydraConsoleSignIn(t *testing.T) {
 	consoleID, _ := h.client(t, map[string]any{
 		"client_name": "ladder console", "grant_types": []string{"authorization_code"}, "response_types": []string{"code"},
 		"redirect_uris": []string{base + "/console/oidc/hydra/callback"}, "scope": "openid profile email",
+		"post_logout_redirect_uris":  []string{base + "/console/signin"},
 		"token_endpoint_auth_method": "none",
 	})
 	identity := fmt.Sprintf(`identity:
@@ -189,12 +206,24 @@ func TestHydraConsoleSignIn(t *testing.T) {
 	if !strings.Contains(string(audit.Raw), `"actor":"`+want+`"`) || !strings.Contains(string(audit.Raw), `"subject":"alice"`) {
 		t.Errorf("sign-in audit: %s", audit.Raw)
 	}
+	// Sign-out ends the session at Hydra too (RP-initiated logout with
+	// the ID token as hint), which sends the browser back to the sign-in
+	// page.
+	var landed string
 	run("sign out",
 		chromedp.Click(chromedp.CSS(`form.signout button`)),
 		chromedp.WaitVisible(chromedp.CSS(`a[href^="/console/oidc/hydra/start"]`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			v, err := chromedp.Location()(ctx, tg)
+			landed = v
+			return err
+		}),
 		chromedp.Navigate(base+"/console/inbox"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href^="/console/oidc/hydra/start"]`)),
 	)
+	if n := app.logouts.Load(); n != 1 || landed != base+"/console/signin" {
+		t.Errorf("sign-out: %d provider sign-outs, landed on %s; want 1 and %s/console/signin", n, landed, base)
+	}
 	// A person the rules make an agent cannot sign in.
 	signIn("mallory")
 	var text string
