@@ -20,6 +20,7 @@ import (
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/testenv"
 	"github.com/ladderhq/ladder/mcp"
+	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
 )
@@ -115,11 +116,26 @@ func BenchmarkLadderCapability(b *testing.B) {
 // of the workspace.
 func ladderHandler(b *testing.B, workspace string, runner service.Runner) (http.Handler, string) {
 	b.Helper()
+	return ladderHandlerWith(b, workspace, runner, "")
+}
+
+// ladderHandlerWith is ladderHandler on the demo config with an identity
+// section appended (none when ""), its issuers verified by package oauth.
+func ladderHandlerWith(b *testing.B, workspace string, runner service.Runner, identity string) (http.Handler, string) {
+	b.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg, err := config.Parse("demo.yaml", config.Demo())
+	demo := config.Demo()
+	if identity != "" {
+		demo = []byte(strings.Replace(string(demo), "server:\n", "server:\n  public_url: http://127.0.0.1\n", 1) + "\n" + identity)
+	}
+	cfg, err := config.Parse("demo.yaml", demo)
 	if err != nil {
 		b.Fatal(err)
+	}
+	var tokens ladder.TokenVerifier
+	if cfg.Identity != nil {
+		tokens = oauth.New(oauth.Options{Identity: *cfg.Identity, Logger: log})
 	}
 	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Logger: log})
 	if err != nil {
@@ -130,7 +146,7 @@ func ladderHandler(b *testing.B, workspace string, runner service.Runner) (http.
 	for i := range cfg.Workspaces {
 		wss = append(wss, cfg.Workspaces[i].Domain())
 	}
-	svc, err := service.New(service.Options{Store: st, Workspaces: wss, AuditSecret: []byte("bench"), Logger: log, Runner: runner})
+	svc, err := service.New(service.Options{Store: st, Workspaces: wss, AuditSecret: []byte("bench"), Logger: log, Runner: runner, Tokens: tokens})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type fileServer struct {
 	AuditSecretEnv   string         `yaml:"audit_secret_env,omitempty" json:"audit_secret_env,omitempty" jsonschema:"Name of the environment variable holding the secret of blind audit sampling. Default LADDER_AUDIT_SECRET. The secret itself never goes in this file."`
 	CheckpointKeyEnv string         `yaml:"checkpoint_key_env,omitempty" json:"checkpoint_key_env,omitempty" jsonschema:"Name of the environment variable holding the private key that signs the audit logs' checkpoints (ladder keys checkpoint-key makes one). Default LADDER_CHECKPOINT_KEY. The key itself never goes in this file."`
 	RateLimit        *fileRateLimit `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty" jsonschema:"Per-key request rate limit; over it, requests get RATE_LIMITED with Retry-After."`
-	AllowedOrigins   []string       `yaml:"allowed_origins,omitempty" json:"allowed_origins,omitempty" jsonschema:"Origins (scheme://host[:port]) browsers may call /mcp from, against DNS rebinding. Requests without an Origin header are always allowed."`
+	AllowedOrigins   []string       `yaml:"allowed_origins,omitempty" json:"allowed_origins,omitempty" jsonschema:"Origins (scheme://host[:port]) browsers may call /mcp from, against DNS rebinding; they also get CORS answers there (never with credentials). Requests without an Origin header are always allowed."`
 	MaxShadow        *int           `yaml:"max_shadow_proposals,omitempty" json:"max_shadow_proposals,omitempty" jsonschema:"Most shadow proposals one agent key may have stored for one step while their routes are unreviewed. Over it, calls are still refused with STEP_NEEDS_PERSON but the proposal is not stored (data.proposal_recorded false) until people review older ones. Default 1000; must be at least 1."`
 }
 

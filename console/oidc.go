@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -156,7 +157,11 @@ func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	http.SetCookie(w, cookie(r, sessionCookie, h.encode(id), max(int(se.ExpiresAt.Sub(h.svc.Now()).Seconds()), 1)))
+	maxAge := max(int(se.ExpiresAt.Sub(h.svc.Now()).Seconds()), 1)
+	http.SetCookie(w, cookie(r, sessionCookie, h.encode(id), maxAge))
+	if len(raw) <= maxIDTokenCookie {
+		http.SetCookie(w, idTokenCookieFor(r, raw, maxAge))
+	}
 	next := localNext(string(nextB))
 	if next == "" {
 		next = defaultNext
@@ -168,6 +173,8 @@ func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	return ssoDone.Execute(w, next)
 }
+
+var ssoSignedOut = template.Must(template.New("ssoout").Parse(`<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={{.}}"><title>Signed out</title></head><body><p>Signed out of ladder. <a href="{{.}}">Sign out at your identity provider too</a>.</p></body></html>`))
 
 var ssoDone = template.Must(template.New("sso").Parse(`<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={{.}}"><title>Signed in</title></head><body><p>Signed in. <a href="{{.}}">Continue</a>.</p></body></html>`))
 
@@ -206,4 +213,61 @@ func (h *Handler) ssoStillAllows(se ladder.Session) bool {
 		}
 	}
 	return false
+}
+
+// idTokenCookie holds a single sign-on session's ID token, sent back to
+// the provider as id_token_hint at sign-out (OpenID Connect RP-Initiated
+// Logout 1.0), which providers such as Hydra and Okta need to end their
+// session and return the browser to ladder. Only the sign-out form's path
+// receives it; it is HttpOnly and Strict like the session cookie, and
+// grants nothing here (no request is authenticated by it).
+const idTokenCookie = "ladder_console_idt"
+
+// maxIDTokenCookie: a larger ID token (one carrying many groups) is not
+// kept, as browsers drop cookies over 4 KB; sign-out then sends no hint.
+const maxIDTokenCookie = 3800
+
+func idTokenCookieFor(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: idTokenCookie, Value: value, Path: "/console/signout", MaxAge: maxAge, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+}
+
+// ssoLogoutURL returns where a signing-out browser goes to end the
+// provider's session too: the issuer's end_session_endpoint with the ID
+// token as hint, the console client's id and the sign-in page as
+// post_logout_redirect_uri (register it at the provider). It is "" for a
+// key session, an issuer without console sign-in, or a provider that
+// advertises no end_session_endpoint (or cannot be reached: the ladder
+// session has ended all the same).
+func (h *Handler) ssoLogoutURL(r *http.Request, keyID string) string {
+	if h.sso == nil || !ladder.IsTokenActor(keyID) {
+		return ""
+	}
+	rest, _ := strings.CutPrefix(keyID, "oauth:")
+	name, _, _ := strings.Cut(rest, ":")
+	is, ok := h.sso.IssuerByName(name)
+	if !ok || is.Console == nil {
+		return ""
+	}
+	p, err := h.sso.Provider(r.Context(), name)
+	if err != nil {
+		return ""
+	}
+	var meta struct {
+		EndSession string `json:"end_session_endpoint"`
+	}
+	if p.Claims(&meta) != nil || meta.EndSession == "" {
+		return ""
+	}
+	u, err := url.Parse(meta.EndSession)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return ""
+	}
+	q := u.Query()
+	q.Set("client_id", is.Console.ClientID)
+	q.Set("post_logout_redirect_uri", h.sso.Identity().Resource+"/console/signin")
+	if c, err := r.Cookie(idTokenCookie); err == nil && c.Value != "" {
+		q.Set("id_token_hint", c.Value)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

@@ -238,7 +238,8 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) error {
 }
 
 // signout ends the session: the store revokes it, so the cookie and every
-// form token of the session are refused from now on, on every replica.
+// form token of the session are refused from now on, on every replica. A
+// single sign-on session is then ended at the provider too (ssoLogoutURL).
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) error {
 	s, _ := sessionFrom(r.Context())
 	if err := h.svc.EndSession(r.Context(), s.ID); err != nil {
@@ -248,7 +249,18 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	// A single sign-on session ends at the provider too, where it
+	// advertises an end_session_endpoint (RP-initiated logout).
+	end := h.ssoLogoutURL(r, s.KeyID)
 	h.clearSession(w, r)
+	http.SetCookie(w, idTokenCookieFor(r, "", -1))
+	if end != "" {
+		// A page, not a redirect: the console's CSP (form-action 'self')
+		// stops a form's redirect to another origin.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		return ssoSignedOut.Execute(w, end)
+	}
 	http.Redirect(w, r, "/console/signin?done=signedout", http.StatusSeeOther)
 	return nil
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// which points clients at the Protected Resource Metadata). Nil means
 	// Bearer realm="ladder" on every 401.
 	Challenge func(path string, e *ladder.Error) string
+	// AllowedOrigins are the browser origins besides the server's own host
+	// that may call /mcp (server.allowed_origins); they get CORS answers
+	// there (see cors).
+	AllowedOrigins []string
 }
 
 // DefaultMaxInFlight is the concurrency cap when Options.MaxInFlight is 0.
@@ -90,6 +94,8 @@ type Server struct {
 	perAddr     *slots
 	bodyTimeout time.Duration // 0: none
 	challenge   func(path string, e *ladder.Error) string
+	// allowedOrigins: Options.AllowedOrigins.
+	allowedOrigins []string
 	// rpcCode is the /mcp mount's JSON-RPC code table, for the refusals
 	// admit answers on /mcp before the mount runs.
 	rpcCode func(ladder.Code) int
@@ -104,7 +110,7 @@ type RPCCoder interface {
 
 // New returns a Server with every route registered.
 func New(opts Options) *Server {
-	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge}
+	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge, allowedOrigins: opts.AllowedOrigins}
 	if s.challenge == nil {
 		s.challenge = DefaultChallenge
 	}
@@ -152,7 +158,7 @@ func New(opts Options) *Server {
 			s.rpcCode = c.RPCCode
 		}
 	}
-	s.handler = s.instrument(s.mux)
+	s.handler = s.cors(s.instrument(s.mux))
 	return s
 }
 

@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -443,16 +442,7 @@ func checkListCursor(env envelope) *ladder.Error {
 // server's own host and the configured ones (DNS rebinding protection; the
 // SDK also refuses non-localhost Host headers arriving on loopback).
 func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return nil
-	}
-	for _, o := range h.opts.AllowedOrigins {
-		if o == origin || o == "*" {
-			return nil
-		}
-	}
-	if u, err := url.Parse(origin); err == nil && u.Host == r.Host {
+	if lhttp.OriginAllowed(r.Header.Get("Origin"), r.Host, h.opts.AllowedOrigins) {
 		return nil
 	}
 	return &ladder.Error{Code: ladder.CodeOriginRefused, Message: "The request's Origin is not allowed to call /mcp.", Hint: "this origin is not allowed to call /mcp; add it to server.allowed_origins"}

@@ -31,6 +31,10 @@ type fakeIssuer struct {
 	kid       string
 	jwksFetch atomic.Int64
 	srv       *httptest.Server
+	// jwksGate, when set, holds JWKS answers until it is closed;
+	// jwksAbandoned records a fetch whose client gave up first.
+	jwksGate      atomic.Pointer[chan struct{}]
+	jwksAbandoned atomic.Bool
 }
 
 // closeServer stops serving discovery and keys: the issuer is down.
@@ -55,6 +59,14 @@ func newFakeIssuer(t *testing.T) *fakeIssuer {
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		f.jwksFetch.Add(1)
+		if gate := f.jwksGate.Load(); gate != nil {
+			select {
+			case <-*gate:
+			case <-r.Context().Done():
+				f.jwksAbandoned.Store(true)
+				return
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &f.key.PublicKey, KeyID: f.kid, Algorithm: "RS256", Use: "sig"}}})
 	})

@@ -78,7 +78,7 @@ func startHydra(t *testing.T, loginURL, consentURL string) *hydra {
 		"DSN="+dsn,
 		"SECRETS_SYSTEM=ladder-test-system-secret-0123456789abcdef",
 		"URLS_SELF_ISSUER="+h.Public,
-		"URLS_LOGIN="+loginURL, "URLS_CONSENT="+consentURL,
+		"URLS_LOGIN="+loginURL, "URLS_CONSENT="+consentURL, "URLS_LOGOUT="+strings.TrimSuffix(loginURL, "/login")+"/logout",
 		"STRATEGIES_ACCESS_TOKEN=jwt",
 		fmt.Sprintf("SERVE_PUBLIC_PORT=%d", pub), "SERVE_PUBLIC_HOST=127.0.0.1",
 		fmt.Sprintf("SERVE_ADMIN_PORT=%d", adm), "SERVE_ADMIN_HOST=127.0.0.1",

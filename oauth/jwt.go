@@ -103,7 +103,10 @@ func (is *issuer) checkJWT(ctx context.Context, tok *jwt.JSONWebToken, keys keyS
 }
 
 // key returns the issuer's key kid for alg, fetching the JWKS when it is
-// not cached or lacks kid (at most once per MinRefresh).
+// not cached or lacks kid (at most once per MinRefresh). The fetch runs
+// without the issuer's lock, so tokens whose keys are cached go on
+// verifying while it waits on the network; lookups of a key the cache
+// lacks wait for the fetch in progress rather than start another.
 func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorithm) (jose.JSONWebKey, error) {
 	_, jwksURI, err := is.discover(ctx)
 	if err != nil {
@@ -111,13 +114,35 @@ func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorit
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if k, ok := pick(is.keys, kid, alg); ok {
-		return k, nil
+	for {
+		if k, ok := pick(is.keys, kid, alg); ok {
+			return k, nil
+		}
+		if is.fetching == nil {
+			break
+		}
+		done := is.fetching
+		is.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			is.mu.Lock()
+			return jose.JSONWebKey{}, tokenInvalid("The keys of issuer %q were still being fetched when the request ended.", is.cfg.URL)
+		}
+		is.mu.Lock()
 	}
 	now := is.v.now()
 	if is.fetchedAt.IsZero() || now.Sub(is.fetchedAt) >= is.v.minRefresh {
 		is.fetchedAt = now
-		keys, ferr := is.fetchJWKS(ctx, jwksURI)
+		done := make(chan struct{})
+		is.fetching = done
+		is.mu.Unlock()
+		// Not the request's context: others wait on this fetch, and the
+		// HTTP client's timeout bounds it.
+		keys, ferr := is.fetchJWKS(context.WithoutCancel(ctx), jwksURI)
+		is.mu.Lock()
+		is.fetching = nil
+		close(done)
 		is.fetchErr = ferr
 		if ferr == nil {
 			is.keys = keys

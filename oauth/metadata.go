@@ -40,8 +40,8 @@ func (v *Verifier) Metadata(path string) Metadata {
 }
 
 // MetadataHandler serves MetadataPath and MetadataPath + "/mcp" (mount it
-// on both). Anyone may read them: they say where to get a token, nothing
-// more.
+// on both). Anyone may read them, from any origin (package http answers
+// their CORS): they say where to get a token, nothing more.
 func (v *Verifier) MetadataHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -56,8 +56,6 @@ func (v *Verifier) MetadataHandler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
-		// Browser-based MCP clients (the Inspector) read it cross-origin.
-		w.Header().Set("Access-Control-Allow-Origin", "*")
 		_ = json.NewEncoder(w).Encode(v.Metadata(rest))
 	})
 }

@@ -13,7 +13,8 @@
 // endpoint (RFC 7662) where the config names one. A verified token is
 // cached until it expires, so the hot path does no network and no
 // signature check; a token whose key id the cached JWKS lacks refreshes it,
-// at most once per MinRefresh per issuer.
+// at most once per MinRefresh per issuer, and without holding up tokens
+// whose keys are cached.
 //
 // Package console uses the same Verifier for OpenID Connect sign-in (see
 // SignIn).
@@ -308,6 +309,9 @@ type issuer struct {
 	keys        []jose.JSONWebKey
 	fetchedAt   time.Time // last JWKS fetch attempt
 	fetchErr    error
+	// fetching is closed when the JWKS fetch in progress ends; nil when
+	// none is.
+	fetching chan struct{}
 }
 
 // discover runs OpenID Connect discovery once; a failure is retried at

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -121,3 +123,59 @@ func TestJWKSRefreshAndCache(t *testing.T) {
 		t.Errorf("cached token with the issuer down: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestJWKSFetchHoldsNoOne: while a token with an unknown key id waits on a
+// slow JWKS fetch, a token whose key is cached verifies without waiting
+// for it (the fetch does not hold the issuer's lock).
+func TestJWKSFetchHoldsNoOne(t *testing.T) {
+	f := newFakeIssuer(t)
+	l, base := listen(t)
+	// Counts the issuer fetches that have ended, on ladder's side.
+	var ended atomic.Int64
+	client := &http.Client{Timeout: 3 * time.Second, Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		defer ended.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	e := startLadder(t, l, base, fmtIdentity(f.URL, ""), oauth.Options{MinRefresh: time.Millisecond, HTTPClient: client})
+	tok := func(sub, kid string) string {
+		return f.sign(t, kid, claims{"sub": sub, "client_id": "bills-bot", "aud": base})
+	}
+	if r := e.Do("GET", "/v1/steps", tok("bills-bot", f.kid), nil); r.Status != 200 {
+		t.Fatalf("good token: %d %s", r.Status, r.Raw)
+	}
+	before := ended.Load() // discovery and the first JWKS fetch
+	gate := make(chan struct{})
+	f.jwksGate.Store(&gate)
+	time.Sleep(5 * time.Millisecond) // past MinRefresh
+	slow := make(chan int)
+	unknown := tok("bills-bot", "rotated-in")
+	go func() {
+		req, _ := http.NewRequest("GET", base+"/v1/steps", nil)
+		req.Header.Set("Authorization", "Bearer "+unknown)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			slow <- 0
+			return
+		}
+		resp.Body.Close()
+		slow <- resp.StatusCode
+	}()
+	for f.jwksFetch.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	// A fresh token (not in the verified-token cache) with the cached kid.
+	if r := e.Do("GET", "/v1/steps", tok("bills-bot-2", f.kid), nil); r.Status != 200 {
+		t.Errorf("cached-kid token during a JWKS fetch: %d %s", r.Status, r.Raw)
+	}
+	if n := ended.Load(); n != before {
+		t.Errorf("the cached-kid token was answered only after the pending JWKS fetch ended (%d fetches ended, want %d): the fetch held it up", n, before)
+	}
+	close(gate)
+	if status := <-slow; status != 401 {
+		t.Errorf("unknown kid after the fetch: %d, want 401", status)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +22,22 @@ import (
 
 // loginApp is a small login and consent app for Hydra: a form that asks
 // for a user name and accepts the login under it through Hydra's admin
-// API, and a consent step that grants what was asked.
+// API (remembered: Hydra keeps a session, which sign-out must end), a
+// consent step that grants what was asked, and a logout step that accepts
+// Hydra's logout request. With user set, the
+// login is accepted under that name without a form (a person who is
+// signed in at the provider already).
+//
+// Hydra v2.3.0 takes the audience of a token from its own audience
+// parameter and ignores RFC 8707's resource parameter, which MCP clients
+// send; the consent step grants a requested resource as the audience when
+// the client is registered for it, as an RFC 8707 server would.
 type loginApp struct {
-	h *hydra
+	h    *hydra
+	user string
+	// logouts counts the provider sign-outs accepted (RP-initiated
+	// logout reaches the app's /logout).
+	logouts atomic.Int64
 }
 
 var loginForm = template.Must(template.New("login").Parse(`<!doctype html><html><body><h1>Test provider</h1>
@@ -31,6 +46,16 @@ var loginForm = template.Must(template.New("login").Parse(`<!doctype html><html>
 
 func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.Method == "GET" && r.URL.Path == "/login" && a.user != "":
+		var out struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(r.URL.Query().Get("login_challenge")),
+			map[string]any{"subject": a.user, "remember": false}, &out); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
 	case r.Method == "GET" && r.URL.Path == "/login":
 		_ = loginForm.Execute(w, r.URL.Query().Get("login_challenge"))
 	case r.Method == "POST" && r.URL.Path == "/login":
@@ -39,20 +64,41 @@ func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			RedirectTo string `json:"redirect_to"`
 		}
 		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(r.PostFormValue("challenge")),
-			map[string]any{"subject": r.PostFormValue("user"), "remember": false}, &out); err != nil {
+			map[string]any{"subject": r.PostFormValue("user"), "remember": true}, &out); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
+		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
+	case r.Method == "GET" && r.URL.Path == "/logout":
+		var out struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		if err := a.h.adminDo("PUT", "/admin/oauth2/auth/requests/logout/accept?logout_challenge="+url.QueryEscape(r.URL.Query().Get("logout_challenge")), nil, &out); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		a.logouts.Add(1)
 		http.Redirect(w, r, out.RedirectTo, http.StatusFound)
 	case r.Method == "GET" && r.URL.Path == "/consent":
 		ch := r.URL.Query().Get("consent_challenge")
 		var req struct {
 			RequestedScope    []string `json:"requested_scope"`
 			RequestedAudience []string `json:"requested_access_token_audience"`
+			RequestURL        string   `json:"request_url"`
+			Client            struct {
+				Audience []string `json:"audience"`
+			} `json:"client"`
 		}
 		if err := a.h.adminDo("GET", "/admin/oauth2/auth/requests/consent?consent_challenge="+url.QueryEscape(ch), nil, &req); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
+		}
+		if u, err := url.Parse(req.RequestURL); err == nil {
+			for _, res := range u.Query()["resource"] {
+				if slices.Contains(req.Client.Audience, res) && !slices.Contains(req.RequestedAudience, res) {
+					req.RequestedAudience = append(req.RequestedAudience, res)
+				}
+			}
 		}
 		var out struct {
 			RedirectTo string `json:"redirect_to"`
@@ -97,6 +143,7 @@ func TestHydraConsoleSignIn(t *testing.T) {
 	consoleID, _ := h.client(t, map[string]any{
 		"client_name": "ladder console", "grant_types": []string{"authorization_code"}, "response_types": []string{"code"},
 		"redirect_uris": []string{base + "/console/oidc/hydra/callback"}, "scope": "openid profile email",
+		"post_logout_redirect_uris":  []string{base + "/console/signin"},
 		"token_endpoint_auth_method": "none",
 	})
 	identity := fmt.Sprintf(`identity:
@@ -159,12 +206,24 @@ func TestHydraConsoleSignIn(t *testing.T) {
 	if !strings.Contains(string(audit.Raw), `"actor":"`+want+`"`) || !strings.Contains(string(audit.Raw), `"subject":"alice"`) {
 		t.Errorf("sign-in audit: %s", audit.Raw)
 	}
+	// Sign-out ends the session at Hydra too (RP-initiated logout with
+	// the ID token as hint), which sends the browser back to the sign-in
+	// page.
+	var landed string
 	run("sign out",
 		chromedp.Click(chromedp.CSS(`form.signout button`)),
 		chromedp.WaitVisible(chromedp.CSS(`a[href^="/console/oidc/hydra/start"]`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			v, err := chromedp.Location()(ctx, tg)
+			landed = v
+			return err
+		}),
 		chromedp.Navigate(base+"/console/inbox"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href^="/console/oidc/hydra/start"]`)),
 	)
+	if n := app.logouts.Load(); n != 1 || landed != base+"/console/signin" {
+		t.Errorf("sign-out: %d provider sign-outs, landed on %s; want 1 and %s/console/signin", n, landed, base)
+	}
 	// A person the rules make an agent cannot sign in.
 	signIn("mallory")
 	var text string

@@ -97,7 +97,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		mounts[p] = h
 	}
 	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
-		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge,
+		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge, AllowedOrigins: st.cfg.Server.AllowedOrigins,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
 }
 

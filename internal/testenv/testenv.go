@@ -245,7 +245,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace, Registry: reg, Challenge: challenge})
+	m, err := mcp.New(mcp.Options{Service: svc, ToolNames: opts.ToolNames, OpenWorkspace: opts.OpenWorkspace, Registry: reg, Challenge: challenge, AllowedOrigins: cfg.Server.AllowedOrigins})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		mounts[oauth.MetadataPath] = verifier.MetadataHandler()
 		mounts[oauth.MetadataPath+"/mcp"] = verifier.MetadataHandler()
 	}
-	srv := httptest.NewUnstartedServer(lhttp.New(lhttp.Options{Service: svc, Mounts: mounts, Registry: reg, MaxInFlight: opts.MaxInFlight, Challenge: challenge,
+	srv := httptest.NewUnstartedServer(lhttp.New(lhttp.Options{Service: svc, Mounts: mounts, Registry: reg, MaxInFlight: opts.MaxInFlight, Challenge: challenge, AllowedOrigins: cfg.Server.AllowedOrigins,
 		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout}))
 	if opts.Listener != nil {
 		srv.Listener.Close()
