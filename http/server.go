@@ -4,10 +4,14 @@
 package http
 
 import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,6 +36,10 @@ const MaxBodyBytes = 1 << 20
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
+	// TracerProvider makes the authentication span and names the
+	// request's span (otelhttp's, started around this handler) after its
+	// route; nil makes none.
+	TracerProvider trace.TracerProvider
 	// Registry receives the HTTP metrics and is served on /metrics. A nil
 	// Registry gets a fresh one.
 	Registry *prometheus.Registry
@@ -72,6 +80,7 @@ const DefaultMaxInFlight = 256
 
 // Server is ladder's HTTP handler.
 type Server struct {
+	tracer  trace.Tracer // nil: tracing off
 	svc     *service.Service
 	log     *slog.Logger
 	reg     *prometheus.Registry
@@ -104,7 +113,7 @@ type RPCCoder interface {
 
 // New returns a Server with every route registered.
 func New(opts Options) *Server {
-	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge}
+	s := &Server{tracer: tracing.Tracer(opts.TracerProvider), svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge}
 	if s.challenge == nil {
 		s.challenge = DefaultChallenge
 	}
@@ -410,6 +419,12 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			route := r.Pattern
 			if route == "" || route == "/" {
 				route = "other"
+			}
+			if s.tracer != nil {
+				if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() && route != "other" {
+					sp.SetName(route)
+					sp.SetAttributes(attribute.String("http.route", route))
+				}
 			}
 			d := time.Since(start)
 			s.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()

@@ -15,11 +15,14 @@
 package mcp
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"io"
 	"log/slog"
 	"net"
@@ -56,6 +59,9 @@ const (
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
+	// TracerProvider makes a span per JSON-RPC request, named and
+	// described as the OpenTelemetry MCP conventions say; nil makes none.
+	TracerProvider trace.TracerProvider
 	// BaseURL is this server's public URL, for evidence links. Empty means
 	// it is derived from each request.
 	BaseURL string
@@ -82,6 +88,7 @@ type Options struct {
 
 // Handler is the /mcp endpoint.
 type Handler struct {
+	tracer  trace.Tracer // nil: tracing off
 	opts    Options
 	svc     *service.Service
 	log     *slog.Logger
@@ -117,7 +124,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.ToolNames != NamesCanonical && opts.ToolNames != NamesPortable {
 		return nil, fmt.Errorf("mcp: tool names %q: use canonical or portable", opts.ToolNames)
 	}
-	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry),
+	h := &Handler{tracer: tracing.Tracer(opts.TracerProvider), opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry),
 		impl: &sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: opts.Version}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -200,6 +207,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, perr)
 		return
 	}
+	if h.tracer != nil {
+		var sp tracing.Span
+		r, sp = h.startSpan(r, env)
+		defer sp.End(nil)
+	}
 	if verr := checkProtocolVersion(r); verr != nil {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, verr)
 		return
@@ -279,6 +291,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
+}
+
+// startSpan starts the MCP server span of one JSON-RPC request, under the
+// HTTP request's: "{method} {tool}" with the MCP conventions' attributes.
+// The session id is recorded as a hash (tracing.SessionID).
+func (h *Handler) startSpan(r *http.Request, env envelope) (*http.Request, tracing.Span) {
+	var tool string
+	if env.Method == "tools/call" {
+		var cp struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(env.Params, &cp)
+		tool = cp.Name
+	}
+	ctx, sp := tracing.Start(r.Context(), h.tracer, tracing.MCPSpanName(env.Method, tool), trace.WithSpanKind(trace.SpanKindServer))
+	if sp.Recording() {
+		sp.Set(tracing.MCPMethodName.String(env.Method), tracing.NetworkTransport.String("tcp"))
+		if len(env.ID) > 0 {
+			sp.Set(tracing.JSONRPCRequestID.String(strings.Trim(string(env.ID), `"`)))
+		}
+		if tool != "" {
+			sp.Set(tracing.GenAIToolName.String(tool), tracing.GenAIOperation.String("execute_tool"))
+		}
+		if v := r.Header.Get(mcpwire.HeaderProtocolVersion); v != "" {
+			sp.Set(tracing.MCPProtocol.String(v))
+		}
+		if id := r.Header.Get(mcpwire.HeaderSessionID); id != "" {
+			sp.Set(tracing.MCPSessionID.String(tracing.SessionID(id)))
+		}
+	}
+	return r.WithContext(ctx), sp
 }
 
 // argumentsPath is where a tools/call's arguments are, in strictjson's

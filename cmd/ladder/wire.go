@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
@@ -18,13 +21,14 @@ import (
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
+	"github.com/ladderhq/ladder/telemetry"
 	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
 
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
-func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions) (*service.Service, *oauth.Verifier, error) {
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions, tp trace.TracerProvider) (*service.Service, *oauth.Verifier, error) {
 	parts := cfg.Parts()
 	var tokens ladder.TokenVerifier
 	var verifier *oauth.Verifier
@@ -47,7 +51,7 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 	}
 	svc, err := service.New(service.Options{Store: st, Checkpoints: signer, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
-		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens})
+		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens, TracerProvider: tp})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +86,8 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	if st.tokens != nil {
 		challenge = st.tokens.Challenge
 	}
-	m, err := mcp.New(mcp.Options{Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
+	tp := st.tel.TracerProvider
+	m, err := mcp.New(mcp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
 		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg, Challenge: challenge})
 	if err != nil {
 		return nil, err
@@ -96,9 +101,26 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	for p, h := range o.mounts {
 		mounts[p] = h
 	}
-	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
+	h := http.Handler(lhttp.New(lhttp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
 		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge,
-		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
+		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}))
+	return traceRequests(h, st.tel), nil
+}
+
+// traceRequests wraps h in otelhttp's server span when tracing is on: a
+// caller's traceparent is continued, and the span is named by the method
+// until the http package names it by its route. Off, h is served bare.
+func traceRequests(h http.Handler, tel *telemetry.Provider) http.Handler {
+	if !tel.Enabled() {
+		return h
+	}
+	return otelhttp.NewHandler(h, "ladder",
+		otelhttp.WithTracerProvider(tel.TracerProvider), otelhttp.WithPropagators(tel.Propagator),
+		otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()), // metrics are Prometheus's
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && r.URL.Path != "/metrics"
+		}),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the
