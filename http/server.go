@@ -422,8 +422,14 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			}
 			if s.tracer != nil {
 				if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() && route != "other" {
-					sp.SetName(route)
-					sp.SetAttributes(attribute.String("http.route", route))
+					// HTTP conventions: "{method} {http.route}", the route
+					// being the pattern's path.
+					path := route
+					if _, p, ok := strings.Cut(route, " "); ok {
+						path = p
+					}
+					sp.SetName(r.Method + " " + path)
+					sp.SetAttributes(attribute.String("http.route", path))
 				}
 			}
 			d := time.Since(start)
