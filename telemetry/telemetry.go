@@ -19,14 +19,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -57,6 +60,23 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return p.sdk.Shutdown(ctx)
+}
+
+// Handler wraps h in otelhttp's server span when tracing is on: a caller's
+// traceparent is continued, and the span is named by the method until the
+// http package names it by its route. The probes and /metrics are not
+// traced. Off, h is returned as it is.
+func (p *Provider) Handler(h http.Handler) http.Handler {
+	if !p.Enabled() {
+		return h
+	}
+	return otelhttp.NewHandler(h, "ladder",
+		otelhttp.WithTracerProvider(p.TracerProvider), otelhttp.WithPropagators(p.Propagator),
+		otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()), // metrics are Prometheus's
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && r.URL.Path != "/metrics"
+		}),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
 }
 
 // Options are what New needs besides the environment.

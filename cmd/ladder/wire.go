@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
@@ -21,7 +19,6 @@ import (
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
-	"github.com/ladderhq/ladder/telemetry"
 	"github.com/ladderhq/ladder/translog"
 	"github.com/ladderhq/ladder/upstream"
 )
@@ -104,23 +101,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	h := http.Handler(lhttp.New(lhttp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
 		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}))
-	return traceRequests(h, st.tel), nil
-}
-
-// traceRequests wraps h in otelhttp's server span when tracing is on: a
-// caller's traceparent is continued, and the span is named by the method
-// until the http package names it by its route. Off, h is served bare.
-func traceRequests(h http.Handler, tel *telemetry.Provider) http.Handler {
-	if !tel.Enabled() {
-		return h
-	}
-	return otelhttp.NewHandler(h, "ladder",
-		otelhttp.WithTracerProvider(tel.TracerProvider), otelhttp.WithPropagators(tel.Propagator),
-		otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()), // metrics are Prometheus's
-		otelhttp.WithFilter(func(r *http.Request) bool {
-			return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && r.URL.Path != "/metrics"
-		}),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+	return st.tel.Handler(h), nil
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the

@@ -1,0 +1,76 @@
+package telemetry_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder/telemetry"
+)
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// TestNew: which environments turn tracing on, where spans go, and which
+// values are refused with the variable named.
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		on       bool
+		endpoint string
+		protocol string
+		err      string // a part of the error; "" for none
+	}{
+		{name: "nothing set: off", env: nil},
+		{name: "a service name alone: off", env: map[string]string{"OTEL_SERVICE_NAME": "x"}},
+		{name: "endpoint: http/protobuf to /v1/traces", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
+			on: true, endpoint: "http://collector:4318/v1/traces", protocol: "http/protobuf"},
+		{name: "traces endpoint as given", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://tempo:4318/otlp/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318"},
+			on: true, endpoint: "http://tempo:4318/otlp/v1/traces", protocol: "http/protobuf"},
+		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			on: true, endpoint: "http://jaeger:4317", protocol: "grpc"},
+		{name: "traces protocol over the generic one", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+			on: true, endpoint: "http://jaeger:4317", protocol: "grpc"},
+		{name: "exporter otlp without endpoint: localhost", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"},
+			on: true, endpoint: "http://localhost:4318/v1/traces", protocol: "http/protobuf"},
+		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}},
+		{name: "SDK disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}},
+		{name: "sampler ratio", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
+			on: true, endpoint: "http://c:4318/v1/traces", protocol: "http/protobuf"},
+		{name: "headers", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20abc,x-scope-orgid=1"},
+			on: true, endpoint: "http://c:4318/v1/traces", protocol: "http/protobuf"},
+		{name: "unknown exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, err: "OTEL_TRACES_EXPORTER"},
+		{name: "http/json", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{name: "unknown sampler", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_SAMPLER": "jaeger_remote"}, err: "OTEL_TRACES_SAMPLER"},
+		{name: "ratio out of range", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}, err: "OTEL_TRACES_SAMPLER_ARG"},
+		{name: "bad headers", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, err: "OTEL_EXPORTER_OTLP_HEADERS"},
+		{name: "bad timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, err: "OTEL_EXPORTER_OTLP_TIMEOUT"},
+		{name: "b3 propagator", env: map[string]string{"OTEL_PROPAGATORS": "b3"}, err: "OTEL_PROPAGATORS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := telemetry.New(context.Background(), envOf(tt.env), telemetry.Options{Version: "test"})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Shutdown(context.Background())
+			if p.Enabled() != tt.on {
+				t.Fatalf("enabled %v, want %v", p.Enabled(), tt.on)
+			}
+			if p.Propagator == nil {
+				t.Error("no propagator")
+			}
+			if p.Endpoint != tt.endpoint || p.Protocol != tt.protocol {
+				t.Errorf("endpoint %q over %q, want %q over %q", p.Endpoint, p.Protocol, tt.endpoint, tt.protocol)
+			}
+		})
+	}
+}
