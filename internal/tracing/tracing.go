@@ -14,10 +14,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ladderhq/ladder"
 )
 
 // Scope is the instrumentation scope of every ladder span.
@@ -127,15 +130,22 @@ func (s Span) Set(kv ...attribute.KeyValue) {
 	}
 }
 
-// End ends the span, marking it failed with err's text and type when err
-// is not nil.
+// End ends the span, marking it failed when err is not nil: error.type
+// is a refusal's code and the status its sentence. A refusal's cause is
+// left out, since it may quote what an upstream answered; the call record
+// keeps it.
 func (s Span) End(err error) {
 	if s.s == nil {
 		return
 	}
-	if err != nil {
-		s.s.RecordError(err)
-		s.s.SetStatus(codes.Error, err.Error())
+	if err != nil && s.s.IsRecording() {
+		kind, desc := "_OTHER", err.Error()
+		var le *ladder.Error
+		if errors.As(err, &le) {
+			kind, desc = string(le.Code), string(le.Code)+": "+le.Message
+		}
+		s.s.SetAttributes(ErrorType.String(kind))
+		s.s.SetStatus(codes.Error, desc)
 	}
 	s.s.End()
 }
