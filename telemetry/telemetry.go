@@ -188,7 +188,7 @@ func New(ctx context.Context, getenv func(string) string, o Options) (*Provider,
 		exp.Shutdown(ctx)
 		return nil, err
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sampler), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(utf8Exporter{exp}), sdktrace.WithSampler(sampler), sdktrace.WithResource(res))
 	return &Provider{TracerProvider: tp, Propagator: prop, Endpoint: endpoint, Protocol: protocol, sdk: tp}, nil
 }
 

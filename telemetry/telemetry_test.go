@@ -2,8 +2,21 @@ package telemetry_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ladderhq/ladder/telemetry"
 )
@@ -72,5 +85,59 @@ func TestNew(t *testing.T) {
 				t.Errorf("endpoint %q over %q, want %q over %q", p.Endpoint, p.Protocol, tt.endpoint, tt.protocol)
 			}
 		})
+	}
+}
+
+// TestInvalidUTF8: a span whose strings are not valid UTF-8 (a header a
+// caller sent, recorded by otelhttp) is exported with them repaired, and
+// the spans batched with it still arrive: protobuf refuses invalid UTF-8,
+// and one bad span must not let a caller drop everyone's traces.
+func TestInvalidUTF8(t *testing.T) {
+	var mu sync.Mutex
+	var got []*tracepb.Span
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("export: %v", err)
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				got = append(got, ss.Spans...)
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	p, err := telemetry.New(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}), telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.TracerProvider.Tracer("test")
+	_, good := tr.Start(context.Background(), "good")
+	good.End()
+	_, bad := tr.Start(context.Background(), "bad \xff")
+	bad.SetAttributes(attribute.String("user_agent.original", "x\xfe\xff"))
+	bad.SetStatus(codes.Error, "no \xc3")
+	bad.AddEvent("e\xff", trace.WithAttributes(attribute.String("k", "\xff")))
+	bad.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+		for _, kv := range s.Attributes {
+			if !utf8.ValidString(kv.Value.GetStringValue()) {
+				t.Errorf("span %q: attribute %s is not valid UTF-8", s.Name, kv.Key)
+			}
+		}
+	}
+	if d := cmp.Diff([]string{"good", "bad \uFFFD"}, names); d != "" {
+		t.Errorf("exported spans (-want +got):\n%s", d)
 	}
 }

@@ -68,9 +68,16 @@ const (
 )
 
 // MCPSpanName is the MCP conventions' span name: the method, then the
-// tool when there is one.
+// tool when there is one. Both come from the caller, so a part longer
+// than any real method or tool name is left out of the name (the
+// attributes still carry it): a span name is for grouping, and a caller
+// must not fill it with a kilobyte of text.
 func MCPSpanName(method, tool string) string {
-	if tool == "" {
+	const longest = 128
+	if len(method) > longest {
+		method = "(long method)"
+	}
+	if tool == "" || len(tool) > longest {
 		return method
 	}
 	return method + " " + tool
