@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"io"
 	"mime"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/tracing"
 )
 
 // Admission defaults (see Options).

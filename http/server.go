@@ -4,14 +4,10 @@
 package http
 
 import (
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,10 +18,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/service"
 )
 

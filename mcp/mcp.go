@@ -15,14 +15,11 @@
 package mcp
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"io"
 	"log/slog"
 	"net"
@@ -37,12 +34,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/service"
 )
 

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"maps"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/upstream"
 )
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"hash"
 	"math"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/rules"
 )
 

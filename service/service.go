@@ -13,22 +13,22 @@
 package service
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/ladderhq/ladder/internal/tracing"
 	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/translog"
 )
 
