@@ -122,7 +122,7 @@ func TestTraceContextUpstream(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, kv := range span.Attributes() {
-				attrs[string(kv.Key)] = kv.Value.Emit()
+				attrs[string(kv.Key)] = kv.Value.String()
 			}
 			if attrs["ladder.call_id"] != "cl_1" || attrs["ladder.workspace"] != "acme" || attrs["ladder.capability"] != "acme:echo" {
 				t.Errorf("attributes %v", attrs)

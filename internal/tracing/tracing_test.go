@@ -67,7 +67,7 @@ func TestEnd(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, kv := range parent.Attributes() {
-				got[string(kv.Key)] = kv.Value.Emit()
+				got[string(kv.Key)] = kv.Value.String()
 			}
 			if parent.Status().Code != tt.wantCode || parent.Status().Description != tt.wantDesc || got["error.type"] != tt.wantError {
 				t.Errorf("status %v %q, error.type %q; want %v %q, %q", parent.Status().Code, parent.Status().Description, got["error.type"], tt.wantCode, tt.wantDesc, tt.wantError)
