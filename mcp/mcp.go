@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
@@ -61,6 +62,9 @@ type Options struct {
 	// TracerProvider makes a span per JSON-RPC request, named and
 	// described as the OpenTelemetry MCP conventions say; nil makes none.
 	TracerProvider trace.TracerProvider
+	// Propagator reads a trace context a client put in params._meta (the
+	// MCP conventions' place for it); nil reads none there.
+	Propagator propagation.TextMapPropagator
 	// BaseURL is this server's public URL, for evidence links. Empty means
 	// it is derived from each request.
 	BaseURL string
@@ -294,17 +298,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // startSpan starts the MCP server span of one JSON-RPC request, under the
 // HTTP request's: "{method} {tool}" with the MCP conventions' attributes.
-// The session id is recorded as a hash (tracing.SessionID).
+// The session id is recorded as a hash (tracing.SessionID). A client that
+// sent its trace context in params._meta and not in the HTTP headers (as
+// the MCP conventions have clients do) gets its trace continued there: the
+// MCP span's parent is the _meta one, linked to the HTTP request's span.
 func (h *Handler) startSpan(r *http.Request, env envelope) (*http.Request, tracing.Span) {
+	var params struct {
+		Name string         `json:"name"`
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &params)
 	var tool string
 	if env.Method == "tools/call" {
-		var cp struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(env.Params, &cp)
-		tool = cp.Name
+		tool = params.Name
 	}
-	ctx, sp := tracing.Start(r.Context(), h.tracer, tracing.MCPSpanName(env.Method, tool), trace.WithSpanKind(trace.SpanKindServer))
+	ctx := r.Context()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	if h.opts.Propagator != nil && len(params.Meta) > 0 && r.Header.Get("traceparent") == "" {
+		carrier := propagation.MapCarrier{}
+		for k, v := range params.Meta {
+			if s, ok := v.(string); ok {
+				carrier[k] = s
+			}
+		}
+		if sc := trace.SpanContextFromContext(h.opts.Propagator.Extract(context.Background(), carrier)); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: trace.SpanContextFromContext(ctx)}))
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	ctx, sp := tracing.Start(ctx, h.tracer, tracing.MCPSpanName(env.Method, tool), opts...)
 	if sp.Recording() {
 		sp.Set(tracing.MCPMethodName.String(env.Method), tracing.NetworkTransport.String("tcp"))
 		if len(env.ID) > 0 {

@@ -207,10 +207,15 @@ func tracedConfig(t *testing.T, upstreamURL string) string {
 }
 
 // mcpCall sends one tools/call of ops:pay to /mcp with the given
-// traceparent (none when empty) and fails unless the tool ran.
-func mcpCall(t *testing.T, url, key, bill, traceparent string) {
+// traceparent in the headers and in params._meta (none when empty), and
+// fails unless the tool ran.
+func mcpCall(t *testing.T, url, key, bill, traceparent, metaTraceparent string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ops:pay","arguments":{"bill_id":%q,"idempotency_key":%q,"evidence":{"bill_id":%q,"ok":true}}}}`, bill, bill, bill)
+	meta := ""
+	if metaTraceparent != "" {
+		meta = fmt.Sprintf(`,"_meta":{"traceparent":%q}`, metaTraceparent)
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ops:pay","arguments":{"bill_id":%q,"idempotency_key":%q,"evidence":{"bill_id":%q,"ok":true}}%s}}`, bill, bill, bill, meta)
 	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
@@ -248,7 +253,7 @@ func TestTraceOfCapabilityCall(t *testing.T) {
 
 	// A caller that sends a traceparent has its trace continued.
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	mcpCall(t, srv.URL, agent, "B-1", "00-"+callerTrace+"-"+callerSpan+"-01")
+	mcpCall(t, srv.URL, agent, "B-1", "00-"+callerTrace+"-"+callerSpan+"-01", "")
 	traceID, _ := hex.DecodeString(callerTrace)
 	upName := "tools/call pay"
 	spans := rcv.trace(traceID, "POST /mcp", 20*time.Second)
@@ -334,7 +339,7 @@ func TestTraceOfCapabilityCall(t *testing.T) {
 	}
 
 	// Without a caller's traceparent the request span starts a trace.
-	mcpCall(t, srv.URL, agent, "B-2", "")
+	mcpCall(t, srv.URL, agent, "B-2", "", "")
 	var fresh *tracepb.Span
 	for deadline := time.Now().Add(20 * time.Second); fresh == nil; {
 		rcv.mu.Lock()
@@ -352,6 +357,25 @@ func TestTraceOfCapabilityCall(t *testing.T) {
 	if len(fresh.ParentSpanId) != 0 {
 		t.Errorf("the second call's request span has parent %x, want none", fresh.ParentSpanId)
 	}
+
+	// A client that sends its trace context in params._meta only (the MCP
+	// conventions' place) has it continued by the MCP span, which links
+	// the request's span.
+	const metaTrace, metaSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	mcpCall(t, srv.URL, agent, "B-3", "", "00-"+metaTrace+"-"+metaSpan+"-01")
+	metaID, _ := hex.DecodeString(metaTrace)
+	continued := rcv.trace(metaID, "tools/call ops:pay", 20*time.Second)
+	ms := continued["tools/call ops:pay"][0]
+	if got := hex.EncodeToString(ms.ParentSpanId); got != metaSpan {
+		t.Errorf("the MCP span continued from _meta has parent %q, want %s", got, metaSpan)
+	}
+	if len(ms.Links) != 1 || len(ms.Links[0].SpanId) == 0 {
+		t.Errorf("the MCP span continued from _meta has links %v, want the request's span", ms.Links)
+	}
+	if r := continued["ladder.route"]; len(r) != 1 || !bytes.Equal(r[0].ParentSpanId, ms.SpanId) {
+		t.Errorf("route span under the continued MCP span: %v", spanNames(continued))
+	}
+
 	rcv.mu.Lock()
 	names := rcv.names
 	rcv.mu.Unlock()

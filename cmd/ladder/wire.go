@@ -84,7 +84,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 		challenge = st.tokens.Challenge
 	}
 	tp := st.tel.TracerProvider
-	m, err := mcp.New(mcp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
+	m, err := mcp.New(mcp.Options{TracerProvider: tp, Propagator: st.tel.Propagator, Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
 		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg, Challenge: challenge})
 	if err != nil {
 		return nil, err
