@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ladderhq/ladder/telemetry"
@@ -139,5 +141,54 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"good", "bad \uFFFD"}, names); d != "" {
 		t.Errorf("exported spans (-want +got):\n%s", d)
+	}
+}
+
+// traceService is an OTLP/gRPC trace receiver.
+type traceService struct {
+	coltracepb.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (s *traceService) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				s.names = append(s.names, sp.Name)
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// TestGRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends spans to a gRPC
+// TraceService (plain text for an http:// endpoint), flushed by Shutdown.
+func TestGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &traceService{}
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, svc)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	p, err := telemetry.New(context.Background(), envOf(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + ln.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}), telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sp := p.TracerProvider.Tracer("test").Start(context.Background(), "over grpc")
+	sp.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if d := cmp.Diff([]string{"over grpc"}, svc.names); d != "" {
+		t.Errorf("spans received over gRPC (-want +got):\n%s", d)
 	}
 }
