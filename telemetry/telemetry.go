@@ -44,7 +44,8 @@ type Provider struct {
 	// (W3C traceparent/tracestate, plus baggage when OTEL_PROPAGATORS
 	// names it).
 	Propagator propagation.TextMapPropagator
-	// Endpoint and Protocol say where spans go, for the start-up log.
+	// Endpoint (without a password) and Protocol say where spans go, for
+	// the start-up log.
 	Endpoint, Protocol string
 
 	sdk *sdktrace.TracerProvider
@@ -189,7 +190,16 @@ func New(ctx context.Context, getenv func(string) string, o Options) (*Provider,
 		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(utf8Exporter{exp}), sdktrace.WithSampler(sampler), sdktrace.WithResource(res))
-	return &Provider{TracerProvider: tp, Propagator: prop, Endpoint: endpoint, Protocol: protocol, sdk: tp}, nil
+	return &Provider{TracerProvider: tp, Propagator: prop, Endpoint: redacted(endpoint), Protocol: protocol, sdk: tp}, nil
+}
+
+// redacted is endpoint without a password, for the log.
+func redacted(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 func firstOf(vs ...string) string {

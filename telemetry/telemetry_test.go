@@ -56,6 +56,8 @@ func TestNew(t *testing.T) {
 			on: true, endpoint: "http://c:4318/v1/traces", protocol: "http/protobuf"},
 		{name: "headers", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20abc,x-scope-orgid=1"},
 			on: true, endpoint: "http://c:4318/v1/traces", protocol: "http/protobuf"},
+		{name: "a password in the endpoint is not shown", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://user:s3cret@otlp.example.com/v1/traces"},
+			on: true, endpoint: "https://user:xxxxx@otlp.example.com/v1/traces", protocol: "http/protobuf"},
 		{name: "unknown exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, err: "OTEL_TRACES_EXPORTER"},
 		{name: "http/json", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{name: "unknown sampler", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_SAMPLER": "jaeger_remote"}, err: "OTEL_TRACES_SAMPLER"},
