@@ -241,7 +241,9 @@ func mcpCall(t *testing.T, url, key, bill, traceparent, metaTraceparent string) 
 // write (with the group-commit wait under it) and the upstream call, parent
 // links intact and the MCP conventions' attributes set; the upstream sees
 // the trace in its traceparent header and in params._meta. A caller's
-// traceparent is continued: the same trace id, the caller's span as parent.
+// traceparent is continued: the same trace id, the caller's span as parent;
+// one sent in params._meta only is continued by the MCP span; over REST the
+// same spans hang under the request's span, named by its route.
 func TestTraceOfCapabilityCall(t *testing.T) {
 	rcv, collector := newOTLPReceiver(t)
 	up, upSrv := newTracedUpstream(t)
@@ -374,6 +376,37 @@ func TestTraceOfCapabilityCall(t *testing.T) {
 	}
 	if r := continued["ladder.route"]; len(r) != 1 || !bytes.Equal(r[0].ParentSpanId, ms.SpanId) {
 		t.Errorf("route span under the continued MCP span: %v", spanNames(continued))
+	}
+
+	// Over REST the service's spans hang under the request's span, named
+	// by its route.
+	const restTrace, restSpan = "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13"
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/capabilities/ops:pay/call",
+		strings.NewReader(`{"bill_id":"B-4","idempotency_key":"B-4","evidence":{"bill_id":"B-4","ok":true}}`))
+	req.Header.Set("Authorization", "Bearer "+agent)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+restTrace+"-"+restSpan+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("REST call: HTTP %d", resp.StatusCode)
+	}
+	restID, _ := hex.DecodeString(restTrace)
+	const restName = "POST /v1/capabilities/{id}/call"
+	rest := rcv.trace(restID, restName, 20*time.Second)
+	if got := hex.EncodeToString(rest[restName][0].ParentSpanId); got != restSpan {
+		t.Errorf("REST request span's parent %q, want %s", got, restSpan)
+	}
+	if got := attrs(rest[restName][0])["http.route"]; got != "/v1/capabilities/{id}/call" {
+		t.Errorf("http.route = %q", got)
+	}
+	for _, name := range []string{"ladder.authenticate", "ladder.route", "ladder.gate", "ladder.audit.write", upName} {
+		if s := rest[name]; len(s) != 1 || !bytes.Equal(s[0].ParentSpanId, rest[restName][0].SpanId) {
+			t.Errorf("REST trace: span %q not under the request span; spans: %v", name, spanNames(rest))
+		}
 	}
 
 	rcv.mu.Lock()
