@@ -28,8 +28,10 @@ func TestLayering(t *testing.T) {
 	}{
 		{[]string{"client", "gateway"}, clientsMayNot, "a client depends on the domain's contract alone"},
 		{[]string{"http", "mcp", "console", "client", "gateway", "demo"}, stores, "a surface reaches the store only through the service"},
+		{[]string{"http", "mcp", "service", "upstream", "sqlite", "postgres"}, []string{"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "google.golang.org/grpc"},
+			"instrumented packages use the OpenTelemetry API through an injected TracerProvider; the SDK and the exporters are package telemetry's"},
 	}
-	graph := listDeps(t, "./http", "./mcp", "./console", "./client", "./gateway", "./demo")
+	graph := listDeps(t, "./http", "./mcp", "./console", "./client", "./gateway", "./demo", "./service", "./upstream", "./sqlite", "./postgres")
 	for _, tt := range tests {
 		for _, p := range tt.pkgs {
 			for _, chain := range forbiddenChains(graph, module+"/"+p, tt.forbidden) {

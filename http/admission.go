@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/tracing"
 )
 
 // Admission defaults (see Options).
@@ -120,8 +121,13 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		if !tryAcquire(s.lookups) {
 			return refuse(overloaded())
 		}
+		actx, sp := tracing.Start(r.Context(), s.tracer, tracing.SpanAuthenticate)
 		var err error
-		p, err = s.svc.Authenticate(r.Context(), tok)
+		p, err = s.svc.Authenticate(actx, tok)
+		if sp.Recording() && err == nil {
+			sp.Set(tracing.Workspace.String(p.Workspace), tracing.KeyID.String(p.KeyID))
+		}
+		sp.End(err)
 		freeSlot(s.lookups)
 		switch {
 		case err == nil:

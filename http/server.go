@@ -18,10 +18,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -32,6 +35,10 @@ const MaxBodyBytes = 1 << 20
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
+	// TracerProvider makes the authentication span and names the
+	// request's span (otelhttp's, started around this handler) after its
+	// route; nil makes none.
+	TracerProvider trace.TracerProvider
 	// Registry receives the HTTP metrics and is served on /metrics. A nil
 	// Registry gets a fresh one.
 	Registry *prometheus.Registry
@@ -76,6 +83,7 @@ const DefaultMaxInFlight = 256
 
 // Server is ladder's HTTP handler.
 type Server struct {
+	tracer  trace.Tracer // nil: tracing off
 	svc     *service.Service
 	log     *slog.Logger
 	reg     *prometheus.Registry
@@ -110,7 +118,7 @@ type RPCCoder interface {
 
 // New returns a Server with every route registered.
 func New(opts Options) *Server {
-	s := &Server{svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge, allowedOrigins: opts.AllowedOrigins}
+	s := &Server{tracer: tracing.Tracer(opts.TracerProvider), svc: opts.Service, log: opts.Logger, reg: opts.Registry, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), mux: http.NewServeMux(), challenge: opts.Challenge, allowedOrigins: opts.AllowedOrigins}
 	if s.challenge == nil {
 		s.challenge = DefaultChallenge
 	}
@@ -416,6 +424,18 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			route := r.Pattern
 			if route == "" || route == "/" {
 				route = "other"
+			}
+			if s.tracer != nil {
+				if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() && route != "other" {
+					// HTTP conventions: "{method} {http.route}", the route
+					// being the pattern's path.
+					path := route
+					if _, p, ok := strings.Cut(route, " "); ok {
+						path = p
+					}
+					sp.SetName(r.Method + " " + path)
+					sp.SetAttributes(attribute.String("http.route", path))
+				}
 			}
 			d := time.Since(start)
 			s.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()

@@ -33,12 +33,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/service"
 )
 
@@ -55,6 +58,12 @@ const (
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
+	// TracerProvider makes a span per JSON-RPC request, named and
+	// described as the OpenTelemetry MCP conventions say; nil makes none.
+	TracerProvider trace.TracerProvider
+	// Propagator reads a trace context a client put in params._meta (the
+	// MCP conventions' place for it); nil reads none there.
+	Propagator propagation.TextMapPropagator
 	// BaseURL is this server's public URL, for evidence links. Empty means
 	// it is derived from each request.
 	BaseURL string
@@ -81,6 +90,7 @@ type Options struct {
 
 // Handler is the /mcp endpoint.
 type Handler struct {
+	tracer  trace.Tracer // nil: tracing off
 	opts    Options
 	svc     *service.Service
 	log     *slog.Logger
@@ -116,7 +126,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.ToolNames != NamesCanonical && opts.ToolNames != NamesPortable {
 		return nil, fmt.Errorf("mcp: tool names %q: use canonical or portable", opts.ToolNames)
 	}
-	h := &Handler{opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry),
+	h := &Handler{tracer: tracing.Tracer(opts.TracerProvider), opts: opts, svc: opts.Service, log: opts.Logger, servers: map[string]*workspaceServer{}, refusals: metrics.Refusals(opts.Registry),
 		impl: &sdk.Implementation{Name: "ladder", Title: "ladder — earned autonomy for agents", Version: opts.Version}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -199,6 +209,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, perr)
 		return
 	}
+	if h.tracer != nil {
+		var sp tracing.Span
+		r, sp = h.startSpan(r, env)
+		defer sp.End(nil)
+	}
 	if verr := checkProtocolVersion(r); verr != nil {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, verr)
 		return
@@ -278,6 +293,55 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
+}
+
+// startSpan starts the MCP server span of one JSON-RPC request, under the
+// HTTP request's: "{method} {tool}" with the MCP conventions' attributes.
+// The session id is recorded as a hash (tracing.SessionID). A client that
+// sent its trace context in params._meta and not in the HTTP headers (as
+// the MCP conventions have clients do) gets its trace continued there: the
+// MCP span's parent is the _meta one, linked to the HTTP request's span.
+func (h *Handler) startSpan(r *http.Request, env envelope) (*http.Request, tracing.Span) {
+	var params struct {
+		Name string         `json:"name"`
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &params)
+	var tool string
+	if env.Method == "tools/call" {
+		tool = params.Name
+	}
+	ctx := r.Context()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	if h.opts.Propagator != nil && len(params.Meta) > 0 && r.Header.Get("traceparent") == "" {
+		carrier := propagation.MapCarrier{}
+		for k, v := range params.Meta {
+			if s, ok := v.(string); ok {
+				carrier[k] = s
+			}
+		}
+		if sc := trace.SpanContextFromContext(h.opts.Propagator.Extract(context.Background(), carrier)); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: trace.SpanContextFromContext(ctx)}))
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	ctx, sp := tracing.Start(ctx, h.tracer, tracing.MCPSpanName(env.Method, tool), opts...)
+	if sp.Recording() {
+		sp.Set(tracing.MCPMethodName.String(env.Method), tracing.NetworkTransport.String("tcp"))
+		if len(env.ID) > 0 {
+			sp.Set(tracing.JSONRPCRequestID.String(strings.Trim(string(env.ID), `"`)))
+		}
+		if tool != "" {
+			sp.Set(tracing.GenAIToolName.String(tool), tracing.GenAIOperation.String("execute_tool"))
+		}
+		if v := r.Header.Get(mcpwire.HeaderProtocolVersion); v != "" {
+			sp.Set(tracing.MCPProtocol.String(v))
+		}
+		if id := r.Header.Get(mcpwire.HeaderSessionID); id != "" {
+			sp.Set(tracing.MCPSessionID.String(tracing.SessionID(id)))
+		}
+	}
+	return r.WithContext(ctx), sp
 }
 
 // argumentsPath is where a tools/call's arguments are, in strictjson's

@@ -18,6 +18,7 @@ import (
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
 	"github.com/ladderhq/ladder/internal/strictjson"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -448,7 +449,14 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 // its payload describes: each bound evidence field must name what the
 // payload acts on (gate.AuthorizeBound), and the recorded decision carries
 // the payload's hash. Only a PASS lets the call commit.
-func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Capability, payload map[string]any, canonical, evidence json.RawMessage) (ladder.GateResult, error) {
+func (s *Service) gateCall(ctx context.Context, p ladder.Principal, c ladder.Capability, payload map[string]any, canonical, evidence json.RawMessage) (g ladder.GateResult, err error) {
+	ctx, sp := tracing.Start(ctx, s.tracer, tracing.SpanGate)
+	defer func() {
+		if sp.Recording() {
+			sp.Set(tracing.Workspace.String(p.Workspace), tracing.Capability.String(c.ID), tracing.GateState.String(string(g.GateState)), tracing.GateDecisionID.String(g.DecisionID))
+		}
+		sp.End(err)
+	}()
 	bound := make(map[string]string, len(c.Gate.Bind))
 	for field, at := range c.Gate.Bind {
 		path, err := ladder.ItemPath(at)
@@ -662,7 +670,12 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	if err != nil {
 		return ladder.CallResult{}, err
 	}
-	got, created, err := s.store.BeginCall(ctx, call, e)
+	actx, sp := tracing.Start(ctx, s.tracer, tracing.SpanAuditWrite)
+	if sp.Recording() {
+		sp.Set(tracing.Workspace.String(call.Workspace), tracing.Capability.String(c.ID), tracing.CallID.String(call.ID), tracing.RouteID.String(call.RouteID))
+	}
+	got, created, err := s.store.BeginCall(actx, call, e)
+	sp.End(err)
 	if errors.Is(err, ladder.ErrLaneChanged) {
 		return ladder.CallResult{}, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/rules"
 )
 
@@ -138,7 +139,9 @@ const laneAttempts = 4
 // epoch the decision was made in, so the lane in force at commit decides;
 // when a lane change lands in between, the item is decided again from the
 // new state.
-func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage) (ladder.Route, error) {
+func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage) (rt ladder.Route, err error) {
+	ctx, sp := tracing.Start(ctx, s.tracer, tracing.SpanRoute)
+	defer func() { endRoute(sp, p, st, rt, err) }()
 	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
 	for attempt := 1; ; attempt++ {
 		state, err := s.store.GetStepState(ctx, key)
@@ -170,6 +173,17 @@ func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.S
 		}
 		return got, nil
 	}
+}
+
+// endRoute ends a route decision's span with what was decided.
+func endRoute(sp tracing.Span, p ladder.Principal, st ladder.Step, rt ladder.Route, err error) {
+	if sp.Recording() {
+		sp.Set(tracing.Workspace.String(p.Workspace), tracing.Step.String(st.Queue+"/"+st.ID))
+		if err == nil {
+			sp.Set(tracing.Lane.String(string(rt.Lane)), tracing.Decision.String(string(rt.Decision)), tracing.RouteID.String(rt.ID))
+		}
+	}
+	sp.End(err)
 }
 
 // laneChanging is the refusal when a step's lane kept changing under one

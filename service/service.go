@@ -24,8 +24,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/gate"
+	"github.com/ladderhq/ladder/internal/tracing"
 	"github.com/ladderhq/ladder/translog"
 )
 
@@ -70,10 +73,15 @@ type Options struct {
 	// Tokens verifies bearer tokens that are not ladder keys (OAuth access
 	// tokens, package oauth); nil accepts keys only.
 	Tokens ladder.TokenVerifier
+	// TracerProvider makes the spans of the route decision, the gate and
+	// the audit write (package telemetry); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Service is the application. It is safe for concurrent use.
 type Service struct {
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 	// waiters are the agents waiting on approvals (WaitApproval).
 	waiters waiters
 	// onLaneChange, when set, hears of each lane change this replica
@@ -119,7 +127,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("service: a store is required")
 	}
-	s := &Service{store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
+	s := &Service{tracer: tracing.Tracer(opts.TracerProvider), store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
 	s.gates = opts.Gates
 	s.tokens = opts.Tokens
 	s.checkpoints = opts.Checkpoints

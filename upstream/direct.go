@@ -14,8 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder/internal/mcpwire"
+	"github.com/ladderhq/ladder/internal/tracing"
 )
 
 // mcpSession is one upstream MCP server's session: go-sdk's, which opened
@@ -68,9 +70,19 @@ var errSessionGone = fmt.Errorf("%w: the server no longer knows the session", er
 // empty result, anything else "method not found": ladder offers no client
 // features). TestDirectCallMatchesSDK compares it with go-sdk's client, and
 // mcp's TestSDKVersionIsPinned fails when go-sdk changes version.
-func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMessage) (*mcpwire.ToolResult, error) {
+func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMessage, meta map[string]string) (*mcpwire.ToolResult, error) {
 	id := mcpwire.ClientID(s.seq.Add(1))
-	body, err := mcpwire.CallRequest(id, tool, args)
+	var rawMeta json.RawMessage
+	if len(meta) > 0 {
+		var err error
+		if rawMeta, err = json.Marshal(meta); err != nil {
+			return nil, err
+		}
+	}
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		sp.SetAttributes(tracing.JSONRPCRequestID.String(string(id)))
+	}
+	body, err := mcpwire.CallRequestMeta(id, tool, args, rawMeta)
 	if err != nil {
 		return nil, err
 	}

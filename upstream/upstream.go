@@ -21,9 +21,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/mcpwire"
+	"github.com/ladderhq/ladder/internal/tracing"
 )
 
 // DefaultTimeout bounds a call whose executor declares none.
@@ -75,6 +79,11 @@ type Pool struct {
 	// it took. Set it before the first call.
 	Observe func(executor, capability, outcome string, d time.Duration)
 
+	// tracer and prop make the upstream call's span and carry its trace
+	// context to the upstream (Trace); nil when tracing is off.
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+
 	// sdkOnly sends every tools/call through go-sdk's client (tests compare
 	// the two paths).
 	sdkOnly bool
@@ -104,6 +113,59 @@ func NewPool(getenv func(string) string, log *slog.Logger) *Pool {
 		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true}
 	return &Pool{getenv: getenv, log: log, slots: map[string]*sessionSlot{}, transport: tr,
 		http: &http.Client{Transport: tr}}
+}
+
+// Trace makes a client span of every call to an upstream with tp's tracer
+// and sends its trace context with prop: in the HTTP headers of both kinds
+// of executor (traceparent, tracestate) and, for an MCP tool, in the call's
+// params._meta too, as the OpenTelemetry MCP conventions say. A nil tp
+// leaves tracing off. Call it before the first call.
+func (p *Pool) Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) {
+	p.tracer = tracing.Tracer(tp)
+	if p.tracer != nil {
+		p.prop = prop
+	}
+}
+
+// startSpan starts the span of one upstream call (nothing for a record
+// executor, which calls nobody).
+func (p *Pool) startSpan(ctx context.Context, x ladder.Executor, req Request) (context.Context, tracing.Span) {
+	if p.tracer == nil || (x.Kind != ladder.ExecHTTP && x.Kind != ladder.ExecMCP) {
+		return ctx, tracing.Span{}
+	}
+	name := tracing.SpanUpstreamHTTP
+	if x.Kind == ladder.ExecMCP {
+		name = tracing.MCPSpanName("tools/call", x.Tool)
+	}
+	ctx, sp := tracing.Start(ctx, p.tracer, name, trace.WithSpanKind(trace.SpanKindClient))
+	if sp.Recording() {
+		sp.Set(tracing.Workspace.String(req.Workspace), tracing.Capability.String(req.Capability), tracing.CallID.String(req.CallID),
+			tracing.Executor.String(x.Kind), attribute.String("server.address", redactURL(p.url(x.URL))))
+		if x.Kind == ladder.ExecMCP {
+			sp.Set(tracing.MCPMethodName.String("tools/call"), tracing.GenAIToolName.String(x.Tool), tracing.GenAIOperation.String("execute_tool"),
+				tracing.NetworkTransport.String("tcp"))
+		} else {
+			sp.Set(attribute.String("http.request.method", http.MethodPost))
+		}
+	}
+	return ctx, sp
+}
+
+// inject writes ctx's trace context into h.
+func (p *Pool) inject(ctx context.Context, h http.Header) {
+	if p.prop != nil {
+		p.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}
+
+// traceMeta is ctx's trace context as a tools/call's params._meta, or nil.
+func (p *Pool) traceMeta(ctx context.Context) map[string]string {
+	if p.prop == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	m := propagation.MapCarrier{}
+	p.prop.Inject(ctx, m)
+	return m
 }
 
 // Close ends the pool's MCP sessions.
@@ -151,7 +213,12 @@ func (p *Pool) headers(x ladder.Executor) http.Header {
 // Execute runs req with x's executor under x's timeout.
 func (p *Pool) Execute(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
 	start := time.Now()
+	ctx, sp := p.startSpan(ctx, x, req)
 	res, err := p.execute(ctx, x, req)
+	if sp.Recording() && res.Status != 0 {
+		sp.Set(attribute.Int("http.response.status_code", res.Status))
+	}
+	sp.End(err)
 	if p.Observe != nil {
 		kind, outcome := x.Kind, "ok"
 		if kind == "" {
@@ -217,6 +284,7 @@ func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Re
 	}
 	hr.Header = p.headers(x)
 	hr.Header.Set("Content-Type", "application/json")
+	p.inject(ctx, hr.Header)
 	if req.IdempotencyKey != "" {
 		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
 	}
@@ -247,13 +315,19 @@ func (p *Pool) postHTTP(ctx context.Context, x ladder.Executor, req Request) (Re
 type headerTransport struct {
 	base http.RoundTripper
 	h    http.Header
+	// inject, when set, adds the request's trace context (Pool.inject).
+	inject func(context.Context, http.Header)
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.h) > 0 {
+	traced := t.inject != nil && trace.SpanContextFromContext(r.Context()).IsValid()
+	if len(t.h) > 0 || traced {
 		r = r.Clone(r.Context())
 		for k, v := range t.h {
 			r.Header[k] = v
+		}
+		if traced {
+			t.inject(r.Context(), r.Header)
 		}
 	}
 	return t.base.RoundTrip(r)
@@ -282,7 +356,11 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, err
 		return sl.s, nil
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "ladder", Version: "1"}, nil)
-	hc := &http.Client{Transport: headerTransport{base: p.transport, h: p.headers(x)}}
+	ht := headerTransport{base: p.transport, h: p.headers(x)}
+	if p.prop != nil {
+		ht.inject = p.inject
+	}
+	hc := &http.Client{Transport: ht}
 	connect := func(o *sdk.ClientSessionOptions) (*sdk.ClientSession, error) {
 		return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, o)
 	}
@@ -352,10 +430,17 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		if s, err = p.session(ctx, x); err != nil {
 			return Result{}, upstreamFailed(0, "The upstream MCP server could not be reached.", err)
 		}
+		meta := p.traceMeta(ctx)
+		if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+			if id := s.cs.ID(); id != "" {
+				sp.SetAttributes(tracing.MCPSessionID.String(tracing.SessionID(id)))
+			}
+			sp.SetAttributes(tracing.MCPProtocol.String(s.version))
+		}
 		if s.direct {
-			ans, err = s.callTool(ctx, x.Tool, raw)
+			ans, err = s.callTool(ctx, x.Tool, raw, meta)
 		} else {
-			ans, err = sdkCallTool(ctx, s.cs, x.Tool, args)
+			ans, err = sdkCallTool(ctx, s.cs, x.Tool, args, meta)
 		}
 		if attempt > 1 || !errors.Is(err, errSessionGone) {
 			break
@@ -401,8 +486,15 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 
 // sdkCallTool calls a tool through go-sdk's client and reads its answer as
 // callTool does.
-func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any) (*mcpwire.ToolResult, error) {
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any, meta map[string]string) (*mcpwire.ToolResult, error) {
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
+	if len(meta) > 0 {
+		params.Meta = sdk.Meta{}
+		for k, v := range meta {
+			params.Meta[k] = v
+		}
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 			return e.getenv(k)
 		}
 	}
-	st, err := openStackWith(ctx, cfg, path, getenv, log, stackOptions{noSteps: true})
+	st, err := openStackWith(ctx, cfg, path, getenv, log, stackOptions{noSteps: true, traces: true})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ladderhq/ladder/postgres"
 	"github.com/ladderhq/ladder/service"
 	"github.com/ladderhq/ladder/sqlite"
+	"github.com/ladderhq/ladder/telemetry"
 	"github.com/ladderhq/ladder/upstream"
 )
 
@@ -39,12 +40,30 @@ type stack struct {
 	// tokens verifies OAuth access tokens; nil without an identity
 	// section.
 	tokens *oauth.Verifier
+	// tel is the tracing the OTEL_* variables set up (serve and demo
+	// only; off otherwise).
+	tel *telemetry.Provider
 }
 
 func (s *stack) Close() error {
 	s.pool.Close()
+	s.flushTraces()
 	s.svc.Close() // one last try to store the call results it holds
 	return s.store.Close()
+}
+
+// flushTraces sends the spans still queued and stops the exporter, within
+// five seconds: a collector that is down must not hold up a stop.
+func (s *stack) flushTraces() {
+	if !s.tel.Enabled() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.tel.Shutdown(ctx); err != nil {
+		s.log.Warn("flushing traces", "err", err)
+	}
+	s.tel = nil
 }
 
 // newLogger returns the JSON logger every command uses.
@@ -91,6 +110,8 @@ type stackOptions struct {
 	// noSteps stores no step states: the demo stores them itself, as its
 	// history starts them (demo.Seed).
 	noSteps bool
+	// traces sets up tracing from the OTEL_* variables (serve, demo).
+	traces bool
 	// warn, when set, gets the start-up warnings instead of the logger: a
 	// command run by a person prints them as one plain line each.
 	warn func(msg string)
@@ -111,13 +132,25 @@ func openStackWith(ctx context.Context, cfg *config.Config, db string, getenv fu
 	if err != nil {
 		return nil, err
 	}
+	tel := &telemetry.Provider{}
+	if o.traces {
+		if tel, err = telemetry.New(ctx, getenv, telemetry.Options{ServiceName: "ladder", Version: version}); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		if tel.Enabled() {
+			log.Info("tracing on", "endpoint", tel.Endpoint, "protocol", tel.Protocol)
+		}
+	}
 	pool := upstream.NewPool(getenv, log)
-	svc, tokens, err := newService(ctx, cfg, st, pool, getenv, log, o)
+	pool.Trace(tel.TracerProvider, tel.Propagator)
+	svc, tokens, err := newService(ctx, cfg, st, pool, getenv, log, o, tel.TracerProvider)
 	if err != nil {
+		tel.Shutdown(ctx)
 		st.Close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log, getenv: getenv, tokens: tokens}, nil
+	return &stack{cfg: cfg, store: st, svc: svc, pool: pool, log: log, getenv: getenv, tokens: tokens, tel: tel}, nil
 }
 
 // serveOptions are the flags serve and demo share.
@@ -211,6 +244,8 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// The last requests' spans go out before the process does.
+	st.flushTraces()
 	return nil
 }
 
@@ -260,7 +295,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	st, err := openStack(ctx, cfg, *db, e.getenv, log)
+	st, err := openStackWith(ctx, cfg, *db, e.getenv, log, stackOptions{traces: true})
 	if err != nil {
 		return err
 	}

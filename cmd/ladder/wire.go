@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
@@ -24,7 +25,7 @@ import (
 
 // newService wires a config and a store into the service and makes sure
 // every declared step has a state.
-func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions) (*service.Service, *oauth.Verifier, error) {
+func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *upstream.Pool, getenv func(string) string, log *slog.Logger, o stackOptions, tp trace.TracerProvider) (*service.Service, *oauth.Verifier, error) {
 	parts := cfg.Parts()
 	var tokens ladder.TokenVerifier
 	var verifier *oauth.Verifier
@@ -47,7 +48,7 @@ func newService(ctx context.Context, cfg *config.Config, st ladder.Store, pool *
 	}
 	svc, err := service.New(service.Options{Store: st, Checkpoints: signer, Workspaces: parts.Workspaces, Rules: parts.Rules, AuditSecret: secret, Logger: log, Gates: parts.Gates,
 		Runner: pool, ApprovalTTL: cfg.Server.ApprovalTTL, RatePerSecond: cfg.Server.RatePerSecond, RateBurst: cfg.Server.RateBurst,
-		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens})
+		MaxShadowPerStep: cfg.Server.MaxShadowProposals, Tokens: tokens, TracerProvider: tp})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +83,8 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	if st.tokens != nil {
 		challenge = st.tokens.Challenge
 	}
-	m, err := mcp.New(mcp.Options{Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
+	tp := st.tel.TracerProvider
+	m, err := mcp.New(mcp.Options{TracerProvider: tp, Propagator: st.tel.Propagator, Service: st.svc, Logger: st.log, BaseURL: o.baseURL, AllowedOrigins: st.cfg.Server.AllowedOrigins,
 		OpenWorkspace: o.openWorkspace, ToolNames: o.toolNames, Version: version, Registry: reg, Challenge: challenge})
 	if err != nil {
 		return nil, err
@@ -96,9 +98,10 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	for p, h := range o.mounts {
 		mounts[p] = h
 	}
-	return lhttp.New(lhttp.Options{Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
+	h := http.Handler(lhttp.New(lhttp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
 		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge, AllowedOrigins: st.cfg.Server.AllowedOrigins,
-		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}), nil
+		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}))
+	return st.tel.Handler(h), nil
 }
 
 // openPostgres opens the PostgreSQL store. The schema comes from the

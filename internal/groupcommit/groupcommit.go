@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ladderhq/ladder/internal/tracing"
 )
 
 // ErrClosed is returned by Do once Close has been called.
@@ -76,6 +78,9 @@ type request[T any] struct {
 	ctx  context.Context
 	op   Op[T]
 	done chan error
+	// batch is how many ops shared the transaction, written before done
+	// is sent (for the caller's span).
+	batch int
 }
 
 // New starts a Batcher whose writer goroutine runs batches with run. Call
@@ -104,11 +109,20 @@ func New[T any](run RunFunc[T], opts Options) *Batcher[T] {
 // returns ctx.Err(). Once the op is in a running batch Do waits for the
 // commit regardless of ctx, so that a nil error always means durable and a
 // non-nil error from a started batch reflects what really happened.
-func (b *Batcher[T]) Do(ctx context.Context, op Op[T]) error {
+func (b *Batcher[T]) Do(ctx context.Context, op Op[T]) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The wait for the shared commit is a span of the caller's trace, when
+	// the caller's span records: queueing plus the batch's transaction.
+	_, sp := tracing.Child(ctx, tracing.SpanGroupCommit)
 	req := &request[T]{ctx: ctx, op: op, done: make(chan error, 1)}
+	if sp.Recording() {
+		defer func() {
+			sp.Set(tracing.BatchSize.Int(req.batch))
+			sp.End(err)
+		}()
+	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -198,6 +212,7 @@ func (b *Batcher[T]) runBatch(batch []*request[T]) {
 		return
 	}
 	for i, r := range live {
+		r.batch = len(ops)
 		r.done <- errs[i]
 	}
 }

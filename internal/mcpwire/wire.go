@@ -110,7 +110,13 @@ type CallParams struct {
 // CallRequest frames a plain tools/call of tool with the JSON object args
 // as request id.
 func CallRequest(id json.RawMessage, tool string, args json.RawMessage) ([]byte, error) {
-	params, err := json.Marshal(CallParams{Name: tool, Arguments: args})
+	return CallRequestMeta(id, tool, args, nil)
+}
+
+// CallRequestMeta is CallRequest with params._meta (the trace context, as
+// the OpenTelemetry MCP conventions carry it); nil meta leaves it out.
+func CallRequestMeta(id json.RawMessage, tool string, args, meta json.RawMessage) ([]byte, error) {
+	params, err := json.Marshal(CallParams{Name: tool, Arguments: args, Meta: meta})
 	if err != nil {
 		return nil, err
 	}
