@@ -94,6 +94,15 @@ func CanonicalJSON(v any) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return json.RawMessage("null"), nil
 	}
+	if out, ok := canonicalFast(make([]byte, 0, len(raw)), raw); ok {
+		return out, nil
+	}
+	return canonicalReference(raw)
+}
+
+// canonicalReference is CanonicalJSON by decoding raw into Go values and
+// encoding them again, for what canonicalFast does not handle.
+func canonicalReference(raw []byte) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var generic any
@@ -128,6 +137,14 @@ func (r AuditRecord) Canonical() []byte {
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
+	if b, ok := r.canonicalFast(data); ok {
+		return b
+	}
+	return r.canonicalReference(data)
+}
+
+// canonicalReference is Canonical through encoding/json.
+func (r AuditRecord) canonicalReference(data json.RawMessage) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -136,6 +153,52 @@ func (r AuditRecord) Canonical() []byte {
 		Kind: r.Kind, Seq: r.Seq, Subject: r.Subject, Workspace: r.Workspace,
 	})
 	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// canonicalFast writes Canonical's bytes by hand when every string field
+// is plain ASCII that encoding/json writes as it is and data is already
+// canonical (so its compaction by the encoder changes nothing), as a stored
+// record's is; it reports false otherwise. TestCanonicalRecordFastPath
+// compares the two.
+func (r AuditRecord) canonicalFast(data json.RawMessage) ([]byte, bool) {
+	var at [len(time.RFC3339Nano) + 8]byte
+	atText := r.At.UTC().AppendFormat(at[:0], time.RFC3339Nano)
+	for _, s := range [...]string{r.Actor, r.Kind, r.Subject, r.Workspace} {
+		if !plainJSONString(s) {
+			return nil, false
+		}
+	}
+	b := make([]byte, 0, 96+len(data)+len(r.Actor)+len(r.Kind)+len(r.Subject)+len(r.Workspace))
+	var ok bool
+	b = append(b, `{"actor":"`...)
+	b = append(b, r.Actor...)
+	b = append(b, `","at":"`...)
+	b = append(b, atText...)
+	b = append(b, `","data":`...)
+	if b, ok = canonicalFast(b, data); !ok || !bytes.Equal(b[len(b)-len(data):], data) {
+		return nil, false
+	}
+	b = append(b, `,"kind":"`...)
+	b = append(b, r.Kind...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, `,"subject":"`...)
+	b = append(b, r.Subject...)
+	b = append(b, `","workspace":"`...)
+	b = append(b, r.Workspace...)
+	b = append(b, `"}`...)
+	return b, true
+}
+
+// plainJSONString reports whether encoding/json writes s between quotes
+// unchanged: printable ASCII without a quote or backslash.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // ChainHash returns hex(SHA-256(prev_hash ‖ canonical record)).

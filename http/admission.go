@@ -115,7 +115,8 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 
 	var p ladder.Principal
 	authed := false
-	if tok := bearer(r); tok != "" {
+	tok := bearer(r)
+	if tok != "" {
 		// Key lookups are bounded too: with a hung store they would pile
 		// up, unbounded, before any other cap.
 		if !tryAcquire(s.lookups) {
@@ -208,7 +209,9 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		}
 	}
 	if authed {
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		// The MCP surface behind this door takes the key as verified here
+		// rather than reading it again in the same request.
+		r = r.WithContext(ladder.WithVerifiedKey(context.WithValue(r.Context(), principalKey{}, p), tok, p))
 	}
 	return r, release, true
 }

@@ -154,10 +154,7 @@ func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.S
 		r.At = ladder.NormTime(s.now())
 		r.Features = features
 		r.LaneEpoch = state.LaneEpoch
-		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, map[string]any{
-			"queue": r.Queue, "step": r.Step, "item": r.Item, "decision": r.Decision, "lane": r.Lane, "lane_epoch": r.LaneEpoch,
-			"audit": r.Audit, "audit_rate": r.AuditRate, "features": r.Features,
-		})
+		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, routeAudit(r))
 		if err != nil {
 			return ladder.Route{}, err
 		}
@@ -184,6 +181,27 @@ func endRoute(sp tracing.Span, p ladder.Principal, st ladder.Step, rt ladder.Rou
 		}
 	}
 	sp.End(err)
+}
+
+// routeAuditData is a route's audit record data. Its fields are in the
+// order of their keys, as canonical JSON has them, so the record is
+// canonical as encoded (a struct encodes without the boxing and sorting a
+// map costs); TestRouteAuditData holds it to the map it replaced.
+type routeAuditData struct {
+	Audit     bool            `json:"audit"`
+	AuditRate float64         `json:"audit_rate"`
+	Decision  ladder.Decision `json:"decision"`
+	Features  json.RawMessage `json:"features"`
+	Item      string          `json:"item"`
+	Lane      ladder.Lane     `json:"lane"`
+	LaneEpoch int             `json:"lane_epoch"`
+	Queue     string          `json:"queue"`
+	Step      string          `json:"step"`
+}
+
+func routeAudit(r ladder.Route) routeAuditData {
+	return routeAuditData{Audit: r.Audit, AuditRate: r.AuditRate, Decision: r.Decision, Features: r.Features, Item: r.Item,
+		Lane: r.Lane, LaneEpoch: r.LaneEpoch, Queue: r.Queue, Step: r.Step}
 }
 
 // laneChanging is the refusal when a step's lane kept changing under one

@@ -159,7 +159,9 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, admin, _ := ladder.NewKeyToken()
-	cmd := exec.Command(o.bin, "serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr)
+	// One agent key drives every client: lift the per-key cap on requests
+	// in progress (32 by default), which would answer 429 past it.
+	cmd := exec.Command(o.bin, "serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr, "--max-inflight-per-key", "-1")
 	cmd.Env = append(append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "LADDER_AUDIT_SECRET=route-bench"), env...)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs

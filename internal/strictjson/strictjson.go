@@ -49,6 +49,9 @@ func (e *Error) Error() string {
 // invalid UTF-8 in keys, no unpaired surrogate escape in any string or key,
 // every number within the range of a float64, depth ≤ MaxDepth.
 func Check(data []byte) error {
+	if checkFast(data) {
+		return nil
+	}
 	_, err := check(data, "")
 	return err
 }
@@ -338,14 +341,10 @@ func UnmarshalChecked(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &Error{Problem: "empty body; send a JSON object"}
 	}
-	var generic any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return &Error{Problem: "malformed JSON: " + err.Error()}
-	}
-	if err := matchType(generic, reflect.TypeOf(v), ""); err != nil {
-		return err
+	if !json.Valid(data) || !matchFast(data, reflect.TypeOf(v)) {
+		if err := matchReference(data, v); err != nil {
+			return err
+		}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -355,6 +354,18 @@ func UnmarshalChecked(data []byte, v any) error {
 		return &Error{Problem: err.Error()}
 	}
 	return nil
+}
+
+// matchReference is UnmarshalChecked's key check through a decode into Go
+// values, for what matchFast does not handle; it words the refusals.
+func matchReference(data []byte, v any) error {
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return &Error{Problem: "malformed JSON: " + err.Error()}
+	}
+	return matchType(generic, reflect.TypeOf(v), "")
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))

@@ -1,0 +1,275 @@
+package ladder
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// canonicalFast appends the canonical form of raw (one JSON value, with
+// nothing but space after it) to dst without decoding it into Go values,
+// which is what CanonicalJSON's reference path costs: every audit record's
+// data passes through it twice (when the entry is made and when the store
+// writes it). It only handles the common document — strings without
+// escapes or U+2028/U+2029, keys unique within their object — and reports
+// false for anything else (including malformed JSON), so the caller falls
+// back to the reference path; FuzzCanonicalFast requires the two to agree
+// whenever the fast one answers.
+func canonicalFast(dst, raw []byte) ([]byte, bool) {
+	c := canonicalizer{in: raw, out: dst}
+	i, ok := c.value(c.space(0), 0)
+	if !ok || c.space(i) != len(raw) {
+		return dst, false
+	}
+	return c.out, true
+}
+
+// canonicalMaxDepth bounds the fast path's recursion; deeper documents take
+// the reference path.
+const canonicalMaxDepth = 64
+
+type canonicalizer struct {
+	in, out []byte
+	scratch []byte // reordering space for objects whose keys are unsorted
+}
+
+func (c *canonicalizer) space(i int) int {
+	for i < len(c.in) {
+		switch c.in[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value copies the value at in[i:] to out and returns the index after it.
+func (c *canonicalizer) value(i, depth int) (int, bool) {
+	if i >= len(c.in) || depth > canonicalMaxDepth {
+		return i, false
+	}
+	switch b := c.in[i]; {
+	case b == '{':
+		return c.object(i, depth)
+	case b == '[':
+		return c.array(i, depth)
+	case b == '"':
+		return c.str(i)
+	case b == '-' || ('0' <= b && b <= '9'):
+		return c.number(i)
+	case bytes.HasPrefix(c.in[i:], []byte("true")):
+		c.out = append(c.out, "true"...)
+		return i + 4, c.delimited(i + 4)
+	case bytes.HasPrefix(c.in[i:], []byte("false")):
+		c.out = append(c.out, "false"...)
+		return i + 5, c.delimited(i + 5)
+	case bytes.HasPrefix(c.in[i:], []byte("null")):
+		c.out = append(c.out, "null"...)
+		return i + 4, c.delimited(i + 4)
+	}
+	return i, false
+}
+
+// delimited reports whether a literal ending at i is followed by something
+// that may follow a value (so "truex" is not taken for true).
+func (c *canonicalizer) delimited(i int) bool {
+	if i >= len(c.in) {
+		return true
+	}
+	switch c.in[i] {
+	case ' ', '\t', '\n', '\r', ',', ']', '}':
+		return true
+	}
+	return false
+}
+
+// str copies a string that encoding/json would write back byte for byte:
+// no escapes, no control characters, valid UTF-8, no U+2028/U+2029.
+func (c *canonicalizer) str(i int) (int, bool) {
+	j := i + 1
+	for j < len(c.in) {
+		b := c.in[j]
+		switch {
+		case b == '"':
+			c.out = append(c.out, c.in[i:j+1]...)
+			return j + 1, true
+		case b == '\\' || b < 0x20:
+			return j, false
+		case b < utf8.RuneSelf:
+			j++
+		default:
+			r, n := utf8.DecodeRune(c.in[j:])
+			if r == utf8.RuneError && n == 1 || r == '\u2028' || r == '\u2029' {
+				return j, false
+			}
+			j += n
+		}
+	}
+	return j, false
+}
+
+// number copies a number literal as it is (the reference path decodes with
+// UseNumber, which keeps the literal), after checking its JSON grammar.
+func (c *canonicalizer) number(i int) (int, bool) {
+	in, j := c.in, i
+	digits := func() bool {
+		k := j
+		for j < len(in) && '0' <= in[j] && in[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if in[j] == '-' {
+		j++
+	}
+	if j < len(in) && in[j] == '0' {
+		j++
+	} else if !digits() {
+		return j, false
+	}
+	if j < len(in) && in[j] == '.' {
+		j++
+		if !digits() {
+			return j, false
+		}
+	}
+	if j < len(in) && (in[j] == 'e' || in[j] == 'E') {
+		j++
+		if j < len(in) && (in[j] == '+' || in[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return j, false
+		}
+	}
+	if !c.delimited(j) {
+		return j, false
+	}
+	c.out = append(c.out, in[i:j]...)
+	return j, true
+}
+
+func (c *canonicalizer) array(i, depth int) (int, bool) {
+	c.out = append(c.out, '[')
+	i = c.space(i + 1)
+	if i < len(c.in) && c.in[i] == ']' {
+		c.out = append(c.out, ']')
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = c.value(i, depth+1); !ok {
+			return i, false
+		}
+		i = c.space(i)
+		if i >= len(c.in) {
+			return i, false
+		}
+		switch c.in[i] {
+		case ',':
+			c.out = append(c.out, ',')
+			i = c.space(i + 1)
+		case ']':
+			c.out = append(c.out, ']')
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// member is one key and value of an object as written to out: the key's
+// bytes without quotes are out[key:keyEnd], the member is out[start:end].
+type member struct{ start, key, keyEnd, end int }
+
+func (c *canonicalizer) object(i, depth int) (int, bool) {
+	c.out = append(c.out, '{')
+	i = c.space(i + 1)
+	if i < len(c.in) && c.in[i] == '}' {
+		c.out = append(c.out, '}')
+		return i + 1, true
+	}
+	var stack [16]member
+	members := stack[:0]
+	sorted := true
+	for {
+		if i >= len(c.in) || c.in[i] != '"' {
+			return i, false
+		}
+		m := member{start: len(c.out), key: len(c.out) + 1}
+		var ok bool
+		if i, ok = c.str(i); !ok {
+			return i, false
+		}
+		m.keyEnd = len(c.out) - 1
+		i = c.space(i)
+		if i >= len(c.in) || c.in[i] != ':' {
+			return i, false
+		}
+		c.out = append(c.out, ':')
+		if i, ok = c.value(c.space(i+1), depth+1); !ok {
+			return i, false
+		}
+		m.end = len(c.out)
+		if n := len(members); n > 0 {
+			switch bytes.Compare(c.key(members[n-1]), c.key(m)) {
+			case 0:
+				return i, false // a duplicate: the reference path keeps the last
+			case 1:
+				sorted = false
+			}
+		}
+		members = append(members, m)
+		i = c.space(i)
+		if i >= len(c.in) {
+			return i, false
+		}
+		switch c.in[i] {
+		case ',':
+			c.out = append(c.out, ',')
+			i = c.space(i + 1)
+			continue
+		case '}':
+		default:
+			return i, false
+		}
+		break
+	}
+	if !sorted && !c.reorder(members) {
+		return i, false
+	}
+	c.out = append(c.out, '}')
+	return i + 1, true
+}
+
+func (c *canonicalizer) key(m member) []byte { return c.out[m.key:m.keyEnd] }
+
+// reorder rewrites an object's members, already in out, in key order. It
+// reports false on a duplicate key.
+func (c *canonicalizer) reorder(members []member) bool {
+	// Insertion sort: objects are small, and it needs no closure.
+	for a := 1; a < len(members); a++ {
+		for b := a; b > 0 && bytes.Compare(c.key(members[b-1]), c.key(members[b])) > 0; b-- {
+			members[b-1], members[b] = members[b], members[b-1]
+		}
+	}
+	for a := 1; a < len(members); a++ {
+		if bytes.Equal(c.key(members[a-1]), c.key(members[a])) {
+			return false
+		}
+	}
+	lo, hi := len(c.out), 0
+	for _, m := range members {
+		lo, hi = min(lo, m.start), max(hi, m.end)
+	}
+	c.scratch = append(c.scratch[:0], c.out[lo:hi]...)
+	c.out = c.out[:lo]
+	for k, m := range members {
+		if k > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, c.scratch[m.start-lo:m.end-lo]...)
+	}
+	return true
+}

@@ -1,0 +1,112 @@
+package ladder
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// canonicalSeeds are documents for the differential test and the fuzz
+// target: the common shapes, and the ones the fast path must hand over.
+var canonicalSeeds = []string{
+	`{"step":"post_tms","item":"BENCH-1","lane":"auto","features":{"b":1,"a":[1,2.5e3,-0,true,false,null]}}`,
+	`{"z":1,"a":{"y":"é","x":"日本"},"m":[{"b":2,"a":1}]}`,
+	` [ 1 , 2 ] `,
+	`"plain"`, `12`, `-0.5E+3`, `true`, `null`, `{}`, `[]`, ``,
+	`{"a":1,"a":2}`, `{"b":1,"a":2,"a":3}`, `{"a":"x\u0041"}`, `{"a":"<&>"}`,
+	"{\"a\":\"\u2028\"}", "{\"a\":\"\xff\"}", `{"a":1} trailing`, `{"a":1}{}`,
+	`{"a":01}`, `{"a":1.}`, `{"a":tru}`, `{"a":truex}`, `[1,]`, `{"a":1,}`, `{"a" 1}`,
+	`{"B":1,"a":2,"A":3,"b":4}`, `[[[[[[]]]]]]`, `1e400`, `{"":1," ":2}`,
+}
+
+// TestCanonicalFastMatchesReference requires the fast path to produce what
+// the reference path does whenever it answers, and to answer for the
+// common documents.
+func TestCanonicalFastMatchesReference(t *testing.T) {
+	answers := map[string]bool{
+		canonicalSeeds[0]: true, canonicalSeeds[1]: true, canonicalSeeds[2]: true,
+		`{"a":1,"a":2}`: false, `{"a":"x\u0041"}`: false, `{"a":1} trailing`: false, `{"a":01}`: false,
+	}
+	for _, s := range canonicalSeeds {
+		got, ok := canonicalFast(nil, []byte(s))
+		if want, listed := answers[s]; listed && ok != want {
+			t.Errorf("canonicalFast(%q) answered %v, want %v", s, ok, want)
+		}
+		if !ok {
+			continue
+		}
+		want, err := canonicalReference([]byte(s))
+		if err != nil {
+			t.Errorf("canonicalFast(%q) = %q, but the reference path fails: %v", s, got, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("canonicalFast(%q) = %q, reference %q", s, got, want)
+		}
+	}
+}
+
+// FuzzCanonicalFast: whenever the fast path answers, the reference path
+// succeeds with the same bytes.
+func FuzzCanonicalFast(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := canonicalFast(nil, raw)
+		if !ok {
+			return
+		}
+		want, err := canonicalReference(raw)
+		if err != nil {
+			t.Fatalf("canonicalFast(%q) = %q, but the reference path fails: %v", raw, got, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("canonicalFast(%q) = %q, reference %q", raw, got, want)
+		}
+	})
+}
+
+// TestCanonicalRecordFastPath compares AuditRecord.Canonical's hand-written
+// form with encoding/json's, for records it writes by hand and for ones it
+// must hand over.
+func TestCanonicalRecordFastPath(t *testing.T) {
+	at := time.Date(2026, 12, 2, 4, 30, 0, 123456000, time.FixedZone("x", 3600))
+	base := AuditRecord{Seq: 42, AuditEntry: AuditEntry{Workspace: "vantrow-bills", Actor: "key_abc", Kind: AuditRoute, Subject: "bills/post_tms/BENCH-1", At: at,
+		Data: json.RawMessage(`{"item":"BENCH-1","lane":"auto"}`)}}
+	tests := []struct {
+		name string
+		edit func(r *AuditRecord)
+		fast bool
+	}{
+		{"plain", func(*AuditRecord) {}, true},
+		{"whole second", func(r *AuditRecord) { r.At = r.At.Truncate(time.Second) }, true},
+		{"negative seq", func(r *AuditRecord) { r.Seq = -1 }, true},
+		{"quote in subject", func(r *AuditRecord) { r.Subject = `a"b` }, false},
+		{"html in actor", func(r *AuditRecord) { r.Actor = "<a&b>" }, true},
+		{"unicode kind", func(r *AuditRecord) { r.Kind = "é" }, false},
+		{"control in workspace", func(r *AuditRecord) { r.Workspace = "a\nb" }, false},
+		{"data not canonical", func(r *AuditRecord) { r.Data = json.RawMessage(`{"b":1, "a":2}`) }, false},
+		{"data with escape", func(r *AuditRecord) { r.Data = json.RawMessage(`"\u003c"`) }, false},
+		{"data null", func(r *AuditRecord) { r.Data = json.RawMessage(`null`) }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base
+			tt.edit(&r)
+			data := r.Data
+			got, ok := r.canonicalFast(data)
+			if ok != tt.fast {
+				t.Fatalf("fast path answered %v, want %v", ok, tt.fast)
+			}
+			want := r.canonicalReference(data)
+			if ok && !bytes.Equal(got, want) {
+				t.Errorf("fast %s\nreference %s", got, want)
+			}
+			if c := r.Canonical(); !bytes.Equal(c, want) {
+				t.Errorf("Canonical %s\nreference %s", c, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package mcp_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder"
+)
+
+// TestVerifiedKeyOnlyForItsToken: the MCP handler takes a principal the
+// front door noted only for the very token it verified; a request whose
+// token differs (a forged or stale note) is authenticated afresh and a bad
+// key refused, and a noted principal of a human key is still refused the
+// agent surface.
+func TestVerifiedKeyOnlyForItsToken(t *testing.T) {
+	e, fast, _ := handlers(t)
+	agentTok := e.Keys["vantrow-bills/agent"]
+	agent, err := e.Svc.Authenticate(context.Background(), agentTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	human, err := e.Svc.Authenticate(context.Background(), e.Keys["vantrow-bills/human"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bogus, _ := ladder.NewKeyToken()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"VK-1"}}}`
+	tests := []struct {
+		name      string
+		send      string // the request's bearer token
+		noted     string // the token noted as verified ("" for none)
+		as        ladder.Principal
+		wantError string // "" for a route
+	}{
+		{"noted for this token", agentTok, agentTok, agent, ""},
+		{"nothing noted", agentTok, "", ladder.Principal{}, ""},
+		{"noted for another token", bogus, agentTok, agent, "KEY_INVALID"},
+		{"noted principal of a human key", agentTok, agentTok, human, "HUMAN_KEY_REFUSED"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "http://ladder.test/mcp", strings.NewReader(strings.Replace(body, "VK-1", "VK-"+string(rune('a'+i)), 1)))
+			r.Header.Set("Authorization", "Bearer "+tt.send)
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.noted != "" {
+				r = r.WithContext(ladder.WithVerifiedKey(r.Context(), tt.noted, tt.as))
+			}
+			w := httptest.NewRecorder()
+			fast.ServeHTTP(w, r)
+			got := w.Body.String()
+			if tt.wantError == "" {
+				if w.Code != 200 || !strings.Contains(got, `"route_id`) {
+					t.Errorf("HTTP %d %s; want a route", w.Code, got)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.wantError) || strings.Contains(got, `"route_id`) {
+				t.Errorf("HTTP %d %s; want %s", w.Code, got, tt.wantError)
+			}
+		})
+	}
+}
