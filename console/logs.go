@@ -90,15 +90,27 @@ type chainState struct {
 	Broken   string
 }
 
-// verifyChain extends the verified prefix of the hash chain from where the
-// last request stopped, so a page costs only the records added since.
+// verifyChain extends the verified prefix of the hash chains from where
+// the last request stopped, so a page costs only the records added since.
+// Records of different workspaces may commit out of seq order
+// (PostgreSQL), so a record can commit behind the verified prefix; a
+// break is walked again from the start once before it is shown.
 func (h *Handler) verifyChain(ctx context.Context) chainState {
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
-	if h.chainOK == nil {
-		after := h.chain.Count()
-		err := h.svc.WalkAudit(ctx, after, h.chain.Check)
-		if err != nil && ctx.Err() == nil {
+	for attempt := 0; h.chainOK == nil && attempt < 2; attempt++ {
+		if h.chain.Count() == 0 || attempt > 0 {
+			through, err := h.svc.AuditChainSeq(ctx)
+			if err != nil {
+				break
+			}
+			h.chain = ladder.ChainVerifier{GlobalThrough: through}
+		}
+		err := h.svc.WalkAudit(ctx, h.chain.LastSeq(), h.chain.Check)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		if attempt > 0 {
 			h.chainOK = err
 		}
 	}

@@ -36,11 +36,13 @@ func (s *Service) CheckpointKey() string {
 // first. On a database whose records predate the logs it first verifies
 // the whole hash chain (see adopt).
 func (s *Service) IntegrateLogs(ctx context.Context) error {
-	meta, err := s.adopt(ctx)
-	if err != nil {
+	if _, err := s.adopt(ctx); err != nil {
 		return err
 	}
-	wss, top, err := s.store.TlogPendingWorkspaces(ctx, meta.Watermark)
+	// A workspace's chain head is ahead of its tree exactly when it has
+	// records that are no leaves yet: no seq watermark, which records of
+	// different workspaces committing out of seq order would pass by.
+	wss, err := s.store.TlogWorkspaces(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -49,16 +51,15 @@ func (s *Service) IntegrateLogs(ctx context.Context) error {
 			return err
 		}
 	}
-	if top <= meta.Watermark {
-		return nil
-	}
-	return s.store.TlogRaiseWatermark(ctx, top)
+	return nil
 }
 
 // adopt makes the records written before the logs existed (migration
-// 0012) their first leaves, once: the chain is verified first, and each
-// workspace with records gets an AuditTlogStart record saying how far it
-// verified. A broken chain is never adopted: the logs stay off and the
+// 0012) their first leaves, once, and likewise the records written before
+// each workspace had its own chain (migration 0014, which adopts again):
+// the chains are verified first, and each workspace with records gets an
+// AuditTlogStart record saying how far they verified and where the global
+// chain ended. A broken chain is never adopted: the logs stay off and the
 // error names the first bad record.
 //
 // The walk reads every record, so one runs at a time in this process, and a
@@ -94,12 +95,13 @@ func (s *Service) adopt(ctx context.Context) (ladder.TlogMeta, error) {
 		meta.Adopted = err == nil
 		return meta, err
 	}
-	wss, _, err := s.store.TlogPendingWorkspaces(ctx, 0)
+	wss, err := s.store.TlogWorkspaces(ctx, false)
 	if err == nil {
 		entries := make([]ladder.AuditEntry, 0, len(wss))
 		for _, ws := range wss {
 			e, eerr := ladder.NewAuditEntry(ws, "system", ladder.AuditTlogStart, "", s.now(), map[string]any{
 				"chain_verified_records": res.Verified, "chain_head": res.LastHash, "legacy_through_seq": meta.LegacySeq,
+				"global_chain_through_seq": meta.ChainSeq,
 			})
 			if eerr != nil {
 				err = eerr
