@@ -64,7 +64,7 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A long chain takes a while to walk before the one answer is written.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(streamStall))
-	res, err := s.svc.AuditVerify(r.Context())
+	res, err := s.svc.AuditVerify(r.Context(), principal(r))
 	if err != nil {
 		return err
 	}

@@ -125,10 +125,30 @@ func (s *Service) AuditExport(ctx context.Context, p ladder.Principal, req ladde
 	return AuditReader{Store: s.store}.Export(ctx, auditScope(p), req, fn)
 }
 
-// AuditVerify walks the whole hash chain and says how far it verifies (see
-// AuditReader.Verify).
-func (s *Service) AuditVerify(ctx context.Context) (ladder.AuditVerifyResult, error) {
-	return AuditReader{Store: s.store}.Verify(ctx)
+// AuditVerify walks every hash chain and says how far they verify (see
+// AuditReader.Verify), then re-checks p's workspace's transparency log (of
+// every workspace for an admin key of all; see verifyLog).
+func (s *Service) AuditVerify(ctx context.Context, p ladder.Principal) (ladder.AuditVerifyResult, error) {
+	res, err := AuditReader{Store: s.store}.Verify(ctx)
+	if err != nil {
+		return res, err
+	}
+	wss := []string{p.Workspace}
+	if p.Workspace == AllWorkspaces {
+		if wss, err = s.store.TlogWorkspaces(ctx, false); err != nil {
+			return res, storeErr("verify logs", err)
+		}
+	}
+	res.Logs = make([]ladder.AuditLogVerdict, 0, len(wss))
+	for _, ws := range wss {
+		v, err := s.verifyLog(ctx, ws)
+		if err != nil {
+			return res, storeErr("verify log", err)
+		}
+		res.Intact = res.Intact && v.Intact
+		res.Logs = append(res.Logs, v)
+	}
+	return res, nil
 }
 
 // List returns one page of workspace's audit trail ("" for every
