@@ -275,6 +275,11 @@ const (
 	AuditFormatJSONL = "jsonl"
 	// AuditFormatCSV is a header row and one row per record (AuditCSVHeader).
 	AuditFormatCSV = "csv"
+	// AuditFormatLog is the workspace's transparency log: its records with
+	// their leaves and the latest signed checkpoint (translog's bundle),
+	// verified offline by `ladder audit verify-export`. It comes from a
+	// server, not from an AuditEncoder.
+	AuditFormatLog = "log"
 )
 
 // AuditCSVHeader returns the header row of a CSV export. step is
@@ -304,7 +309,7 @@ func NewAuditEncoder(w io.Writer, format string) (*AuditEncoder, error) {
 	case AuditFormatCSV:
 		e.csv = csv.NewWriter(w)
 	default:
-		return nil, InvalidField("format", fmt.Sprintf("The format %q is not one of jsonl, csv.", format), "send format=jsonl (one record per line) or format=csv")
+		return nil, InvalidField("format", fmt.Sprintf("The format %q is not one of jsonl, csv, log.", format), "send format=jsonl (one record per line), format=csv, or format=log (the workspace's transparency log with its signed checkpoint)")
 	}
 	return e, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // auditRoutes registers the audit trail's REST endpoints: the filtered
@@ -89,7 +88,7 @@ const (
 // instead of a short export that looks whole.
 func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if q.Get("format") == service.AuditFormatLog {
+	if q.Get("format") == ladder.AuditFormatLog {
 		return s.auditLogExport(w, r)
 	}
 	req, err := auditRequest(q, "format")

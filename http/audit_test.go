@@ -200,7 +200,7 @@ func TestAuditRefusals(t *testing.T) {
 		{"/v1/audit?step=a/b/c", "step", "INVALID_ARGUMENT", "bills/post_tms"},
 		{"/v1/audit?step=/post_tms", "step", "INVALID_ARGUMENT", "bills/post_tms"},
 		{"/v1/audit?workspace=checkcall-loads", "workspace", "INVALID_ARGUMENT", "filter with"},
-		{"/v1/audit/export?format=xml", "format", "INVALID_ARGUMENT", "format=csv"},
+		{"/v1/audit/export?format=xml", "format", "INVALID_ARGUMENT", "format=log"},
 		{"/v1/audit/export?cursor=x", "cursor", "INVALID_ARGUMENT", "the export takes format"},
 		{"/v1/audit/export?since=Monday", "since", "INVALID_ARGUMENT", "2026-09-01"},
 		{"/v1/audit/verify?deep=1", "deep", "INVALID_ARGUMENT", "no parameters"},

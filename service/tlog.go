@@ -15,12 +15,6 @@ import (
 	"github.com/ladderhq/ladder/translog"
 )
 
-// AuditFormatLog is the export format that carries a workspace's
-// transparency log: its records with their leaves and the latest signed
-// checkpoint (translog.BundleFormat), verified offline by `ladder audit
-// verify-export`.
-const AuditFormatLog = "log"
-
 // CheckpointKey returns the checkpoint public key (a signed-note verifier
 // key), or "" when the server signs no checkpoints.
 func (s *Service) CheckpointKey() string {
