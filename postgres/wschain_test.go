@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,4 +224,29 @@ func TestMigration0014(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Seq != last.Seq+1 {
 		t.Errorf("first record after 0014: %v, %v; want seq %d", recs, err, last.Seq+1)
 	}
+}
+
+// BenchmarkAppendAudit appends one record per op from parallel callers
+// over two workspaces, each append its own durable transaction (group
+// commit shares them): the cost of a record on PostgreSQL.
+func BenchmarkAppendAudit(b *testing.B) {
+	s := openTest(b, newSchema(b))
+	var n atomic.Int64
+	b.ReportAllocs()
+	// Many callers at once, as a server's requests are, so the group
+	// commit shares a transaction and a sync among them.
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "system", ladder.AuditRoute, fmt.Sprintf("rt_%d", i), time.Now(), map[string]any{"i": i})
+			if err == nil {
+				_, err = s.AppendAudit(context.Background(), e)
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
