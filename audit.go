@@ -182,6 +182,8 @@ func (v *ChainVerifier) Check(r AuditRecord) error {
 		if r.PrevHash != want {
 			return fmt.Errorf("audit record %d: prev_hash %.12s… does not match the hash of record %d (%.12s…)", r.Seq, r.PrevHash, r.Seq-1, want)
 		}
+	case v.lastSeq < v.GlobalThrough:
+		return fmt.Errorf("audit record %d: expected seq %d (a record of the global chain, which ends at %d, is missing)", r.Seq, v.lastSeq+1, v.GlobalThrough)
 	default:
 		if r.Seq <= v.lastSeq {
 			return fmt.Errorf("audit record %d: follows record %d (records are out of order)", r.Seq, v.lastSeq)
@@ -203,6 +205,15 @@ func (v *ChainVerifier) Check(r AuditRecord) error {
 	v.heads[r.Workspace] = r.Hash
 	v.prev, v.lastSeq = r.Hash, r.Seq
 	v.count++
+	return nil
+}
+
+// End checks, once every record was checked, that none of the global
+// chain is missing from its end.
+func (v *ChainVerifier) End() error {
+	if v.lastSeq < v.GlobalThrough {
+		return fmt.Errorf("audit record %d: missing; the global chain ends at %d (records were deleted from its end)", v.lastSeq+1, v.GlobalThrough)
+	}
 	return nil
 }
 
@@ -233,7 +244,9 @@ func VerifyAudit(ctx context.Context, s ChainStore) (int64, error) {
 		return 0, err
 	}
 	v := ChainVerifier{GlobalThrough: m.ChainSeq}
-	err = s.WalkAudit(ctx, 0, v.Check)
+	if err = s.WalkAudit(ctx, 0, v.Check); err == nil {
+		err = v.End()
+	}
 	return v.Count(), err
 }
 

@@ -298,6 +298,11 @@ func (a AuditReader) verifyOnce(ctx context.Context) (ladder.AuditVerifyResult, 
 		}
 		return nil
 	})
+	if err == nil {
+		if end := v.End(); end != nil {
+			bad, err = v.LastSeq()+1, chainBreak{end}
+		}
+	}
 	res := ladder.AuditVerifyResult{Intact: true, Verified: v.Count(), LastHash: v.LastHash()}
 	var cb chainBreak
 	switch {
