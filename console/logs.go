@@ -136,9 +136,9 @@ type auditData struct {
 	Checkpoint   *ladder.AuditCheckpoint
 	Signer       string
 	NoCheckpoint string
-	Error   *ladder.Error
-	Kinds   []choice
-	Grouped bool // sign-ins are folded into summary rows
+	Error        *ladder.Error
+	Kinds        []choice
+	Grouped      bool // sign-ins are folded into summary rows
 }
 
 type auditRow struct {
