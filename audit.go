@@ -218,31 +218,65 @@ func (r *AuditRecord) Seal(prevHash string) {
 }
 
 // ChainVerifier walks an audit log in sequence order and names the first
-// record that breaks the chain.
+// record that breaks a chain. Records up to GlobalThrough (written before
+// each workspace had its own chain, migration 0014) form one chain in seq
+// order, from seq 1 with no gap; each later record chains to the previous
+// record of its workspace (to its workspace's last record up to
+// GlobalThrough when it is the first after it), and seqs only grow: they
+// may skip numbers, as a rolled-back append takes one and commits nothing.
 type ChainVerifier struct {
-	prev    string
-	nextSeq int64
+	// GlobalThrough is the last seq of the global chain (TlogMeta.ChainSeq).
+	GlobalThrough int64
+
+	prev    string // hash of the last record, in seq order
+	lastSeq int64
 	count   int64
+	heads   map[string]string // workspace → hash of its last record
 }
 
-// Check verifies the next record. The first record must have seq 1 and an
-// empty prev_hash.
+// Check verifies the next record.
 func (v *ChainVerifier) Check(r AuditRecord) error {
-	if v.nextSeq == 0 {
-		v.nextSeq = 1
+	want := v.prev
+	switch {
+	case r.Seq <= v.GlobalThrough:
+		if r.Seq != v.lastSeq+1 {
+			return fmt.Errorf("audit record %d: expected seq %d (a record is missing or out of order)", r.Seq, v.lastSeq+1)
+		}
+		if r.PrevHash != want {
+			return fmt.Errorf("audit record %d: prev_hash %.12s… does not match the hash of record %d (%.12s…)", r.Seq, r.PrevHash, r.Seq-1, want)
+		}
+	case v.lastSeq < v.GlobalThrough:
+		return fmt.Errorf("audit record %d: expected seq %d (a record of the global chain, which ends at %d, is missing)", r.Seq, v.lastSeq+1, v.GlobalThrough)
+	default:
+		if r.Seq <= v.lastSeq {
+			return fmt.Errorf("audit record %d: follows record %d (records are out of order)", r.Seq, v.lastSeq)
+		}
+		want = v.heads[r.Workspace]
+		if r.PrevHash != want {
+			if want == "" {
+				return fmt.Errorf("audit record %d: prev_hash %.12s… but it is the first record of workspace %s (a record of it is missing, or it was altered)", r.Seq, r.PrevHash, r.Workspace)
+			}
+			return fmt.Errorf("audit record %d: prev_hash %.12s… does not match the hash of workspace %s's previous record (%.12s…): a record is missing or out of order", r.Seq, r.PrevHash, r.Workspace, want)
+		}
 	}
-	if r.Seq != v.nextSeq {
-		return fmt.Errorf("audit record %d: expected seq %d (a record is missing or out of order)", r.Seq, v.nextSeq)
+	if h := ChainHash(r.PrevHash, r); r.Hash != h {
+		return fmt.Errorf("audit record %d: hash %.12s… does not match its contents (want %.12s…): the record was altered", r.Seq, r.Hash, h)
 	}
-	if r.PrevHash != v.prev {
-		return fmt.Errorf("audit record %d: prev_hash %.12s… does not match the hash of record %d (%.12s…)", r.Seq, r.PrevHash, r.Seq-1, v.prev)
+	if v.heads == nil {
+		v.heads = map[string]string{}
 	}
-	if want := ChainHash(r.PrevHash, r); r.Hash != want {
-		return fmt.Errorf("audit record %d: hash %.12s… does not match its contents (want %.12s…): the record was altered", r.Seq, r.Hash, want)
-	}
-	v.prev = r.Hash
-	v.nextSeq++
+	v.heads[r.Workspace] = r.Hash
+	v.prev, v.lastSeq = r.Hash, r.Seq
 	v.count++
+	return nil
+}
+
+// End checks, once every record was checked, that none of the global
+// chain is missing from its end.
+func (v *ChainVerifier) End() error {
+	if v.lastSeq < v.GlobalThrough {
+		return fmt.Errorf("audit record %d: missing; the global chain ends at %d (records were deleted from its end)", v.lastSeq+1, v.GlobalThrough)
+	}
 	return nil
 }
 
@@ -252,11 +286,30 @@ func (v *ChainVerifier) Count() int64 { return v.count }
 // LastHash returns the hash of the last verified record.
 func (v *ChainVerifier) LastHash() string { return v.prev }
 
+// LastSeq returns the seq of the last verified record.
+func (v *ChainVerifier) LastSeq() int64 { return v.lastSeq }
+
+// Heads returns each workspace's last verified record's hash.
+func (v *ChainVerifier) Heads() map[string]string { return v.heads }
+
+// ChainStore is what verifying the chains reads: the records, and where
+// the global chain ends.
+type ChainStore interface {
+	AuditStore
+	TlogMeta(ctx context.Context) (TlogMeta, error)
+}
+
 // VerifyAudit walks the whole audit log of s and returns how many records
-// verified, or an error naming the first record that breaks the chain.
-func VerifyAudit(ctx context.Context, s AuditStore) (int64, error) {
-	var v ChainVerifier
-	err := s.WalkAudit(ctx, 0, v.Check)
+// verified, or an error naming the first record that breaks a chain.
+func VerifyAudit(ctx context.Context, s ChainStore) (int64, error) {
+	m, err := s.TlogMeta(ctx)
+	if err != nil {
+		return 0, err
+	}
+	v := ChainVerifier{GlobalThrough: m.ChainSeq}
+	if err = s.WalkAudit(ctx, 0, v.Check); err == nil {
+		err = v.End()
+	}
 	return v.Count(), err
 }
 
@@ -298,6 +351,11 @@ const (
 	AuditFormatJSONL = "jsonl"
 	// AuditFormatCSV is a header row and one row per record (AuditCSVHeader).
 	AuditFormatCSV = "csv"
+	// AuditFormatLog is the workspace's transparency log: its records with
+	// their leaves and the latest signed checkpoint (translog's bundle),
+	// verified offline by `ladder audit verify-export`. It comes from a
+	// server, not from an AuditEncoder.
+	AuditFormatLog = "log"
 )
 
 // AuditCSVHeader returns the header row of a CSV export. step is
@@ -327,7 +385,7 @@ func NewAuditEncoder(w io.Writer, format string) (*AuditEncoder, error) {
 	case AuditFormatCSV:
 		e.csv = csv.NewWriter(w)
 	default:
-		return nil, InvalidField("format", fmt.Sprintf("The format %q is not one of jsonl, csv.", format), "send format=jsonl (one record per line) or format=csv")
+		return nil, InvalidField("format", fmt.Sprintf("The format %q is not one of jsonl, csv, log.", format), "send format=jsonl (one record per line), format=csv, or format=log (the workspace's transparency log with its signed checkpoint)")
 	}
 	return e, nil
 }

@@ -7,8 +7,9 @@ import (
 
 // AuditTlogStart is the kind of the record a workspace's transparency log
 // gets when a database whose audit chain predates the logs (migration
-// 0012) is adopted: the chain was verified first, and the record says up
-// to which sequence number and hash.
+// 0012) or predates per-workspace chains (migration 0014) is adopted: the
+// chain was verified first, and the record says up to which sequence
+// number and hash, and where the global chain ended.
 const AuditTlogStart = "audit.tlog.start"
 
 // TlogHash is one stored hash of a workspace's Merkle tree, at its index
@@ -42,9 +43,11 @@ type TlogTx interface {
 	// Head returns the tree's size and the seq of its last leaf (0, 0 for
 	// an empty tree).
 	Head() (size, lastSeq int64, err error)
-	// Pending returns up to limit of the workspace's audit records with
-	// seq > afterSeq, in seq order.
-	Pending(afterSeq int64, limit int) ([]AuditRecord, error)
+	// Pending returns up to limit of the workspace's audit records from
+	// position from in its log on, in position order: the positions the
+	// append gave them under the workspace's head lock (each record's
+	// leaf index), stopping before the first position not committed.
+	Pending(from int64, limit int) ([]AuditRecord, error)
 	// ReadHashes returns the stored hashes at indexes, in that order.
 	ReadHashes(indexes []int64) ([][32]byte, error)
 	// Append stores new leaves and stored hashes and moves the head to
@@ -59,9 +62,12 @@ type TlogMeta struct {
 	LegacySeq int64
 	// Adopted says the legacy chain was verified and the logs started.
 	Adopted bool
-	// Watermark is a seq up to which every record is a leaf of its
-	// workspace's tree.
-	Watermark int64
+	// ChainSeq is the last seq of the one global hash chain all
+	// workspaces shared before each got its own (migration 0014); 0 on a
+	// database created with per-workspace chains. Records up to it chain
+	// to the record before them in seq order, later ones to the previous
+	// record of their workspace.
+	ChainSeq int64
 }
 
 // TlogStore keeps the per-workspace transparency logs over the audit
@@ -79,9 +85,10 @@ type TlogStore interface {
 	// TlogLeafOf returns the leaf index of workspace's record seq, or
 	// ErrNotFound when it is no leaf of that workspace's tree.
 	TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error)
-	// TlogPendingWorkspaces returns the workspaces with audit records
-	// after seq, a watermark below which every record is a leaf.
-	TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error)
+	// TlogWorkspaces returns the workspaces with audit records, or with
+	// pending only those whose chain head is ahead of their tree (records
+	// not yet leaves).
+	TlogWorkspaces(ctx context.Context, pending bool) ([]string, error)
 	// TlogMeta returns the database-wide log state.
 	TlogMeta(ctx context.Context) (TlogMeta, error)
 	// TlogAdopt marks the legacy chain adopted; it reports false when
@@ -90,8 +97,6 @@ type TlogStore interface {
 	// TlogUnadopt undoes a TlogAdopt whose adoption record could not be
 	// written.
 	TlogUnadopt(ctx context.Context) error
-	// TlogRaiseWatermark moves the watermark up to seq (never down).
-	TlogRaiseWatermark(ctx context.Context, seq int64) error
 	// SaveCheckpoint keeps c; a checkpoint of that workspace and size
 	// already kept wins, and is what it returns.
 	SaveCheckpoint(ctx context.Context, c TlogCheckpoint) (TlogCheckpoint, error)

@@ -139,6 +139,26 @@ type AuditVerifyResult struct {
 	FirstBadSeq *int64 `json:"first_bad_seq"`
 	// Reason says how the chain breaks there; empty when Intact.
 	Reason string `json:"reason,omitempty"`
+	// Logs is the transparency log of the caller's workspace (of every
+	// workspace for an admin key of all), re-checked: its records hash to
+	// its leaves and its stored tree hashes to its latest signed
+	// checkpoint's root. Intact is false when one is not.
+	Logs []AuditLogVerdict `json:"logs"`
+}
+
+// AuditLogVerdict is what verifying one workspace's transparency log
+// found.
+type AuditLogVerdict struct {
+	Workspace string `json:"workspace"`
+	// Leaves is how many leaves the log has; CheckpointSize how many the
+	// latest signed checkpoint covers (0 with none).
+	Leaves         int64 `json:"leaves"`
+	CheckpointSize int64 `json:"checkpoint_size"`
+	Intact         bool  `json:"intact"`
+	// BadSeq is the record where the log breaks, when one is to blame.
+	BadSeq *int64 `json:"bad_seq,omitempty"`
+	// Reason says what breaks and where; empty when Intact.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ImportResult is what an import of past records did.

@@ -160,6 +160,7 @@ func (h *Handler) routes() {
 
 	h.handle("GET /console/gate", h.authed(h.gateHistory))
 	h.handle("GET /console/audit", h.authed(h.auditLog))
+	h.handle("GET /console/audit/records/{seq}/proof", h.authed(h.auditProof))
 	h.handle("GET /console/webhooks", h.authed(h.deliveries))
 	h.handle("POST /console/webhooks/{id}/redeliver", h.authed(h.redeliver))
 	h.handle("/console/", func(w http.ResponseWriter, r *http.Request) error {

@@ -2,11 +2,14 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -90,15 +93,27 @@ type chainState struct {
 	Broken   string
 }
 
-// verifyChain extends the verified prefix of the hash chain from where the
-// last request stopped, so a page costs only the records added since.
+// verifyChain extends the verified prefix of the hash chains from where
+// the last request stopped, so a page costs only the records added since.
+// Records of different workspaces may commit out of seq order
+// (PostgreSQL), so a record can commit behind the verified prefix; a
+// break is walked again from the start once before it is shown.
 func (h *Handler) verifyChain(ctx context.Context) chainState {
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
-	if h.chainOK == nil {
-		after := h.chain.Count()
-		err := h.svc.WalkAudit(ctx, after, h.chain.Check)
-		if err != nil && ctx.Err() == nil {
+	for attempt := 0; h.chainOK == nil && attempt < 2; attempt++ {
+		if h.chain.Count() == 0 || attempt > 0 {
+			through, err := h.svc.AuditChainSeq(ctx)
+			if err != nil {
+				break
+			}
+			h.chain = ladder.ChainVerifier{GlobalThrough: through}
+		}
+		err := h.svc.WalkAudit(ctx, h.chain.LastSeq(), h.chain.Check)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		if attempt > 0 {
 			h.chainOK = err
 		}
 	}
@@ -115,9 +130,15 @@ type auditData struct {
 	Records []auditRow
 	Next    template.URL
 	Chain   chainState
-	Error   *ladder.Error
-	Kinds   []choice
-	Grouped bool // sign-ins are folded into summary rows
+	// Checkpoint is the workspace's latest signed checkpoint and Signer
+	// the name of the key that signed it; NoCheckpoint says why there is
+	// none.
+	Checkpoint   *ladder.AuditCheckpoint
+	Signer       string
+	NoCheckpoint string
+	Error        *ladder.Error
+	Kinds        []choice
+	Grouped      bool // sign-ins are folded into summary rows
 }
 
 type auditRow struct {
@@ -212,8 +233,55 @@ func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	d.Chain = h.verifyChain(r.Context())
+	if cp, err := h.svc.AuditCheckpoint(r.Context(), p); err != nil {
+		e := ladder.AsError(err).Render(ladder.SurfaceConsole)
+		d.NoCheckpoint = e.Message
+		if e.Code != ladder.CodeNotFound {
+			h.log.WarnContext(r.Context(), "console: audit checkpoint", "err", err)
+			d.NoCheckpoint = "The latest signed checkpoint cannot be read right now."
+		}
+	} else {
+		d.Checkpoint, d.Signer = &cp, noteSigner(cp.Note)
+	}
 	h.render(w, r, status, "audit", page{Title: "Audit log", Nav: "audit", Data: d})
 	return nil
+}
+
+// noteSigner returns the name of the key whose signature a signed note
+// carries first: its signature lines read "— NAME SIGNATURE".
+func noteSigner(note string) string {
+	for line := range strings.Lines(note) {
+		if rest, ok := strings.CutPrefix(line, "\u2014 "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			return name
+		}
+	}
+	return ""
+}
+
+// auditProof serves a record's inclusion proof in the workspace's latest
+// signed checkpoint (GET /v1/audit/records/{seq}/proof's JSON) as a file
+// to download, for the person to check or keep. A record of another
+// workspace is not found, as one that does not exist.
+func (h *Handler) auditProof(w http.ResponseWriter, r *http.Request) error {
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		return errNotFound
+	}
+	proof, err := h.svc.AuditProof(r.Context(), principalOf(r), seq)
+	if err != nil {
+		return err
+	}
+	body, err := json.MarshalIndent(proof, "", "  ")
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="ladder-proof-%s-%d.json"`, proof.Checkpoint.Workspace, seq))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, err = w.Write(append(body, '\n'))
+	return err
 }
 
 // filterRefusal is a list page's answer to err: a bad filter or page link

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/service"
 )
 
 // auditRoutes registers the audit trail's REST endpoints: the filtered
@@ -64,7 +63,7 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A long chain takes a while to walk before the one answer is written.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(streamStall))
-	res, err := s.svc.AuditVerify(r.Context())
+	res, err := s.svc.AuditVerify(r.Context(), principal(r))
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ const (
 // instead of a short export that looks whole.
 func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if q.Get("format") == service.AuditFormatLog {
+	if q.Get("format") == ladder.AuditFormatLog {
 		return s.auditLogExport(w, r)
 	}
 	req, err := auditRequest(q, "format")

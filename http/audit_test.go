@@ -8,7 +8,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/mod/sumdb/tlog"
 	"io"
+	"math/bits"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -198,7 +200,7 @@ func TestAuditRefusals(t *testing.T) {
 		{"/v1/audit?step=a/b/c", "step", "INVALID_ARGUMENT", "bills/post_tms"},
 		{"/v1/audit?step=/post_tms", "step", "INVALID_ARGUMENT", "bills/post_tms"},
 		{"/v1/audit?workspace=checkcall-loads", "workspace", "INVALID_ARGUMENT", "filter with"},
-		{"/v1/audit/export?format=xml", "format", "INVALID_ARGUMENT", "format=csv"},
+		{"/v1/audit/export?format=xml", "format", "INVALID_ARGUMENT", "format=log"},
 		{"/v1/audit/export?cursor=x", "cursor", "INVALID_ARGUMENT", "the export takes format"},
 		{"/v1/audit/export?since=Monday", "since", "INVALID_ARGUMENT", "2026-09-01"},
 		{"/v1/audit/verify?deep=1", "deep", "INVALID_ARGUMENT", "no parameters"},
@@ -448,7 +450,7 @@ func TestAuditVerify(t *testing.T) {
 	}
 	var fields map[string]any
 	_ = json.Unmarshal(r.Raw, &fields)
-	if diff := cmp.Diff([]string{"first_bad_seq", "intact", "last_hash", "reason", "verified"}, slices.Sorted(func(yield func(string) bool) {
+	if diff := cmp.Diff([]string{"first_bad_seq", "intact", "last_hash", "logs", "reason", "verified"}, slices.Sorted(func(yield func(string) bool) {
 		for k := range fields {
 			if !yield(k) {
 				return
@@ -456,6 +458,94 @@ func TestAuditVerify(t *testing.T) {
 		}
 	})); diff != "" || strings.Contains(string(r.Raw), "mallory") || strings.Contains(string(r.Raw), "checkcall") {
 		t.Errorf("verify shows more than counts: %s (fields -want +got):\n%s", r.Raw, diff)
+	}
+}
+
+// TestAuditVerifyLogs: GET /v1/audit/verify re-checks the caller's
+// workspace's transparency log, and names what broke and where when a
+// stored leaf hash, a stored tree hash or a checkpoint's root was altered
+// behind the server's back (the chain itself still verifying).
+func TestAuditVerifyLogs(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ladder.db")
+	e := testenv.StartWith(t, "", testenv.Options{Seed: true, DBPath: db})
+	key := e.Keys[auditWS+"/human"]
+	verify := func() ladder.AuditVerifyResult {
+		t.Helper()
+		r := e.Do("GET", "/v1/audit/verify", key, nil)
+		var got ladder.AuditVerifyResult
+		if r.Status != http.StatusOK || json.Unmarshal(r.Raw, &got) != nil {
+			t.Fatalf("verify: %d %s", r.Status, r.Raw)
+		}
+		return got
+	}
+	if r := e.Do("GET", "/v1/audit/checkpoint", key, nil); r.Status != http.StatusOK {
+		t.Fatalf("checkpoint: %d %s", r.Status, r.Raw)
+	}
+	got := verify()
+	if !got.Intact || len(got.Logs) != 1 || got.Logs[0].Workspace != auditWS || !got.Logs[0].Intact || got.Logs[0].CheckpointSize == 0 || got.Logs[0].Leaves < got.Logs[0].CheckpointSize {
+		t.Fatalf("intact log: %+v", got)
+	}
+	size := got.Logs[0].CheckpointSize
+	recs, err := e.Store.ListAudit(t.Context(), ladder.AuditQuery{Workspace: auditWS, Limit: 3})
+	if err != nil || len(recs) < 3 {
+		t.Fatalf("records: %v, %v", recs, err)
+	}
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, tc := range []struct {
+		name        string
+		tamper, fix string
+		args        []any
+		wantSeq     int64
+		wantReason  string
+	}{
+		{"leaf hash", `UPDATE tlog_hash SET hash = zeroblob(32) WHERE workspace = ? AND idx = ?`, "",
+			[]any{auditWS, tlog.StoredHashIndex(0, 2)}, recs[2].Seq, fmt.Sprintf("Record %d (leaf 2 of workspace %s) does not hash to the leaf hash", recs[2].Seq, auditWS)},
+		{"inner tree hash", `UPDATE tlog_hash SET hash = zeroblob(32) WHERE workspace = ? AND idx = ?`, "",
+			// The hash of the tree's first, largest complete subtree, which
+			// the root is computed from.
+			[]any{auditWS, tlog.StoredHashIndex(bits.Len64(uint64(size))-1, 0)}, 0, "stored tree hashes give root"},
+		{"checkpoint root", `UPDATE tlog_checkpoint SET root = zeroblob(32) WHERE workspace = ? AND size = ?`, "",
+			[]any{auditWS, size}, 0, "is stored with another size or root than its signed note states"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var old []byte
+			sel := strings.Replace(strings.Replace(tc.tamper, "UPDATE", "SELECT", 1), "SET hash = zeroblob(32)", "", 1)
+			sel = strings.Replace(sel, "SET root = zeroblob(32)", "", 1)
+			col := "hash"
+			if strings.Contains(tc.tamper, "root") {
+				col = "root"
+			}
+			sel = strings.Replace(sel, "SELECT", "SELECT "+col+" FROM", 1)
+			if err := raw.QueryRow(sel, tc.args...).Scan(&old); err != nil {
+				t.Fatalf("%s: %v", sel, err)
+			}
+			if _, err := raw.Exec(tc.tamper, tc.args...); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				restore := strings.Replace(tc.tamper, "zeroblob(32)", "?", 1)
+				if _, err := raw.Exec(restore, append([]any{old}, tc.args...)...); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			got := verify()
+			if got.Intact || len(got.Logs) != 1 || got.Logs[0].Intact || !strings.Contains(got.Logs[0].Reason, tc.wantReason) {
+				t.Fatalf("verify after altering the %s: %+v, want a reason with %q", tc.name, got.Logs, tc.wantReason)
+			}
+			if bad := got.Logs[0].BadSeq; (tc.wantSeq == 0) != (bad == nil) || bad != nil && *bad != tc.wantSeq {
+				t.Errorf("bad seq = %v, want %d", bad, tc.wantSeq)
+			}
+			if got.FirstBadSeq != nil {
+				t.Errorf("the chain is reported broken at %d; only the log was altered", *got.FirstBadSeq)
+			}
+		})
+	}
+	if got := verify(); !got.Intact {
+		t.Errorf("after restoring: %+v", got)
 	}
 }
 

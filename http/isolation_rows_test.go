@@ -214,6 +214,9 @@ func isoConsoleRows() []isoConsoleRow {
 			return "GET", "/console/gate?action_id=" + v, nil
 		}},
 		{pattern: "GET /console/audit", list: isoCGet("/console/audit")},
+		{pattern: "GET /console/audit/records/{seq}/proof", probes: []isoProbe{pSeq}, req: func(v string) (string, string, url.Values) {
+			return "GET", "/console/audit/records/" + v + "/proof", nil
+		}},
 		{pattern: "/console/", probes: []isoProbe{pRoute}, req: func(v string) (string, string, url.Values) { return "GET", "/console/nothing/" + v, nil }},
 	}
 }

@@ -93,7 +93,7 @@ func (s *Server) auditConsistency(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// auditLogExport streams the workspace's log (service.AuditFormatLog). The
+// auditLogExport streams the workspace's log (ladder.AuditFormatLog). The
 // checkpoint is signed before the first byte, so a refusal is an ordinary
 // answer; a failure after it aborts the response.
 func (s *Server) auditLogExport(w http.ResponseWriter, r *http.Request) error {

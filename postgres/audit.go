@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,35 +58,41 @@ func (w *wtx) appendAudit(out *[]ladder.AuditRecord, entries ...ladder.AuditEntr
 // flush appends the audit entries the batch's ops queued and sends their
 // notifications, as the last statements before the commit.
 //
-// The chain's head is locked (audit_head, FOR UPDATE) only here, so the
-// lock is held from the insert to the commit and no longer, and it is the
-// last lock any write transaction takes: appends from every replica are
-// serialized by the database without a lock-order cycle through the head.
+// Each workspace's chain has its own head (audit_ws_head), locked FOR
+// UPDATE only here, so a head's lock is held from the insert to the commit
+// and no longer, and the heads are the last locks any write transaction
+// takes. Appends to one workspace, from every replica, are serialized by
+// the database and its log never forks; appends to different workspaces
+// do not wait on each other. A batch of several workspaces locks their
+// heads in workspace order, so two batches never wait on each other in a
+// cycle. The seqs come from a sequence, drawn after the heads are locked:
+// within a workspace they grow in chain order; across workspaces they may
+// commit out of order, and a rolled-back batch leaves a gap.
 func (w *wtx) flush() error {
 	if n := countEntries(w.audit); n > 0 {
-		var (
-			seq  int64
-			prev string
-		)
-		if err := w.queryRow(`SELECT seq, hash FROM audit_head WHERE id FOR UPDATE`).Scan(&seq, &prev); err != nil {
-			return fmt.Errorf("audit head: %w", err)
+		heads, seqs, err := w.lockHeads(n)
+		if err != nil {
+			return err
 		}
 		var (
-			seqs                                        = make([]int64, 0, n)
 			wss, actors, kinds, subjects, prevs, hashes = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+			idxs                                        = make([]int64, 0, n)
 			ats                                         = make([]time.Time, 0, n)
 			datas                                       = make([][]byte, 0, n)
 			queues, steps                               = make([]string, 0, n), make([]string, 0, n)
 		)
+		i := 0
 		for _, p := range w.audit {
 			recs := make([]ladder.AuditRecord, 0, len(p.entries))
 			for _, e := range p.entries {
-				seq++
-				rec := ladder.AuditRecord{Seq: seq, AuditEntry: e}
-				rec.Seal(prev)
-				prev = rec.Hash
+				h := heads[e.Workspace]
+				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e}
+				i++
+				rec.Seal(h.hash)
+				idxs = append(idxs, h.size)
+				h.size, h.hash = h.size+1, rec.Hash
 				recs = append(recs, rec)
-				seqs, wss, actors, kinds, subjects = append(seqs, rec.Seq), append(wss, rec.Workspace), append(actors, rec.Actor), append(kinds, rec.Kind), append(subjects, rec.Subject)
+				wss, actors, kinds, subjects = append(wss, rec.Workspace), append(actors, rec.Actor), append(kinds, rec.Kind), append(subjects, rec.Subject)
 				ats, datas, prevs, hashes = append(ats, rec.At), append(datas, []byte(rec.Data)), append(prevs, rec.PrevHash), append(hashes, rec.Hash)
 				queue, step := ladder.AuditStepOf(rec.Data)
 				queues, steps = append(queues, queue), append(steps, step)
@@ -94,13 +101,21 @@ func (w *wtx) flush() error {
 				*p.out = recs
 			}
 		}
-		// One statement: insert every record and move the head.
+		var (
+			hws, hhash []string
+			hsize      []int64
+		)
+		for ws, h := range heads {
+			hws, hsize, hhash = append(hws, ws), append(hsize, h.size), append(hhash, h.hash)
+		}
+		// One statement: insert every record and move the heads.
 		if _, err := w.exec(`WITH ins AS (
-				INSERT INTO audit (`+auditColumns+`, queue, step)
-				SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bytea[], $8::text[], $9::text[], $12::text[], $13::text[])
+				INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx)
+				SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bytea[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[])
 			)
-			UPDATE audit_head SET seq = $10, hash = $11 WHERE id`,
-			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, seq, prev, queues, steps); err != nil {
+			UPDATE audit_ws_head AS h SET size = u.size, hash = u.hash
+			FROM unnest($13::text[], $14::bigint[], $15::text[]) AS u(ws, size, hash) WHERE h.workspace = u.ws`,
+			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, queues, steps, idxs, hws, hsize, hhash); err != nil {
 			return fmt.Errorf("insert audit: %w", err)
 		}
 	}
@@ -113,6 +128,77 @@ func (w *wtx) flush() error {
 		}
 	}
 	return nil
+}
+
+// wsHead is a workspace's chain head as a batch moves it.
+type wsHead struct {
+	size int64
+	hash string
+}
+
+// lockHeads locks the chain heads of the batch's workspaces, in workspace
+// order, and draws n seqs after them, in one round trip. The lock takes
+// rows only when every head exists (the count is read without a lock
+// first); a workspace's first append creates its head with ON CONFLICT DO
+// NOTHING, which waits for a concurrent creator to commit, and tries
+// again. A deadlock this could still meet (a head created while another
+// is held) is rolled back and the batch run again (runBatch).
+func (w *wtx) lockHeads(n int) (map[string]*wsHead, []int64, error) {
+	set := map[string]bool{}
+	for _, p := range w.audit {
+		for _, e := range p.entries {
+			set[e.Workspace] = true
+		}
+	}
+	wss := make([]string, 0, len(set))
+	for ws := range set {
+		wss = append(wss, ws)
+	}
+	slices.Sort(wss)
+	for range 3 {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT workspace, size, hash FROM audit_ws_head
+			WHERE workspace = ANY($1) AND (SELECT count(*) FROM audit_ws_head WHERE workspace = ANY($1)) = cardinality($1)
+			ORDER BY workspace FOR UPDATE`, wss)
+		// The seqs are drawn only when the heads were there to lock, so a
+		// workspace's first append leaves no gap.
+		b.Queue(`SELECT array_agg(nextval('audit_seq_gen')) FROM generate_series(1, $1)
+			WHERE (SELECT count(*) FROM audit_ws_head WHERE workspace = ANY($2)) = cardinality($2)`, n, wss)
+		br := w.tx.SendBatch(w.ctx, b)
+		heads := map[string]*wsHead{}
+		rows, err := br.Query()
+		if err == nil {
+			_, err = collect(rows, func(r pgx.Row) (struct{}, error) {
+				var (
+					ws string
+					h  wsHead
+				)
+				err := r.Scan(&ws, &h.size, &h.hash)
+				heads[ws] = &h
+				return struct{}{}, err
+			})
+		}
+		var seqs []int64
+		if err == nil {
+			err = br.QueryRow().Scan(&seqs)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("audit heads: %w", err)
+		}
+		if len(heads) == len(wss) {
+			if len(seqs) != n {
+				return nil, nil, fmt.Errorf("audit heads: %d seqs drawn for %d records", len(seqs), n)
+			}
+			return heads, seqs, nil
+		}
+		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) SELECT ws, 0, '' FROM unnest($1::text[]) AS ws ON CONFLICT (workspace) DO NOTHING`, wss); err != nil {
+			return nil, nil, fmt.Errorf("audit heads: %w", err)
+		}
+	}
+	return nil, nil, fmt.Errorf("audit heads of %v: not all exist after creating them", wss)
 }
 
 func countEntries(ps []pendingAudit) int {

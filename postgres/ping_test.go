@@ -123,7 +123,7 @@ func TestReadyInTimeBehindAStuckWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, "LOCK TABLE audit_head IN ACCESS EXCLUSIVE MODE"); err != nil {
+	if _, err := tx.Exec(ctx, "LOCK TABLE audit_ws_head IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	stuck := make(chan error, 1)

@@ -12,10 +12,12 @@
 // audit entries of a batch are appended after its last write, just before
 // the commit. Between processes, the database serializes:
 //
-//   - the audit chain's head is one row of audit_head, locked with
-//     SELECT ... FOR UPDATE by every transaction that appends, just before
-//     its records are inserted and until it commits, so appends from every
-//     replica form one chain;
+//   - each workspace's audit chain has its head, one row of audit_ws_head,
+//     locked with SELECT ... FOR UPDATE by every transaction that appends
+//     to that workspace, just before its records are inserted and until it
+//     commits, so appends to one workspace from every replica form one
+//     chain and one log, and appends to different workspaces do not wait
+//     on each other (seqs come from a sequence, which locks no row);
 //   - RecordReview locks the step's state row before it runs the decider,
 //     so two replicas never make the same lane change twice;
 //   - RecordRoute inserts with ON CONFLICT DO NOTHING and reads back, so

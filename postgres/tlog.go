@@ -47,12 +47,43 @@ type tlogTx struct {
 
 func (t *tlogTx) Head() (size, lastSeq int64, err error) { return t.size, t.lastSeq, nil }
 
-func (t *tlogTx) Pending(afterSeq int64, limit int) ([]ladder.AuditRecord, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT `+auditColumns+` FROM audit WHERE workspace = $1 AND seq > $2 ORDER BY seq LIMIT $3`, t.ws, afterSeq, limit)
+func (t *tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = $1 AND ws_idx >= $2 ORDER BY ws_idx LIMIT $3`, t.ws, from, limit)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanAudit)
+	return pendingRecords(rows, from)
+}
+
+// pendingRecords scans records and their positions, keeping those at
+// from, from+1, … up to the first position missing: the head lock
+// commits a workspace's records in position order, so a gap is never
+// filled later, but a store bug must not make a tree skip one.
+func pendingRecords(rows pgx.Rows, from int64) ([]ladder.AuditRecord, error) {
+	type positioned struct {
+		rec ladder.AuditRecord
+		idx int64
+	}
+	got, err := collect(rows, func(r pgx.Row) (positioned, error) {
+		var (
+			p    positioned
+			data []byte
+		)
+		err := r.Scan(&p.rec.Seq, &p.rec.Workspace, &p.rec.Actor, &p.rec.Kind, &p.rec.Subject, &p.rec.At, &data, &p.rec.PrevHash, &p.rec.Hash, &p.idx)
+		p.rec.At, p.rec.Data = p.rec.At.UTC(), data
+		return p, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]ladder.AuditRecord, 0, len(got))
+	for i, p := range got {
+		if p.idx != from+int64(i) {
+			break
+		}
+		recs = append(recs, p.rec)
+	}
+	return recs, nil
 }
 
 func (t *tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
@@ -157,28 +188,28 @@ func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (in
 	return idx, nil
 }
 
-// TlogPendingWorkspaces returns the workspaces with records after
-// afterSeq, and the largest seq among them.
-func (s *Store) TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error) {
+// TlogWorkspaces returns the workspaces with records, or with pending
+// those whose chain head is ahead of their tree.
+func (s *Store) TlogWorkspaces(ctx context.Context, pending bool) ([]string, error) {
 	if err := s.reading(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	var top int64
-	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&top); err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	query := `SELECT workspace FROM audit_ws_head WHERE size > 0`
+	if pending {
+		query = `SELECT a.workspace FROM audit_ws_head AS a LEFT JOIN tlog_head AS t USING (workspace) WHERE a.size > COALESCE(t.size, 0)`
 	}
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT workspace FROM audit WHERE seq > $1 AND seq <= $2`, afterSeq, top)
+	rows, err := s.pool.Query(ctx, query+` ORDER BY 1`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+		return nil, fmt.Errorf("tlog workspaces: %w", s.mapErr(err))
 	}
 	ws, err := collect(rows, func(r pgx.Row) (string, error) {
 		var w string
 		return w, r.Scan(&w)
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+		return nil, fmt.Errorf("tlog workspaces: %w", s.mapErr(err))
 	}
-	return ws, top, nil
+	return ws, nil
 }
 
 // TlogMeta returns the database-wide log state.
@@ -187,7 +218,7 @@ func (s *Store) TlogMeta(ctx context.Context) (ladder.TlogMeta, error) {
 	if err := s.reading(); err != nil {
 		return m, err
 	}
-	err := s.pool.QueryRow(ctx, `SELECT legacy_seq, adopted, watermark FROM tlog_meta`).Scan(&m.LegacySeq, &m.Adopted, &m.Watermark)
+	err := s.pool.QueryRow(ctx, `SELECT legacy_seq, adopted, chain_seq FROM tlog_meta`).Scan(&m.LegacySeq, &m.Adopted, &m.ChainSeq)
 	if err != nil {
 		return m, fmt.Errorf("tlog meta: %w", s.mapErr(err))
 	}
@@ -214,17 +245,6 @@ func (s *Store) TlogUnadopt(ctx context.Context) error {
 	}
 	if _, err := s.pool.Exec(ctx, `UPDATE tlog_meta SET adopted = false`); err != nil {
 		return fmt.Errorf("tlog unadopt: %w", s.mapErr(err))
-	}
-	return nil
-}
-
-// TlogRaiseWatermark moves the watermark up to seq.
-func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
-	if s.closed.Load() {
-		return errClosed
-	}
-	if _, err := s.pool.Exec(ctx, `UPDATE tlog_meta SET watermark = $1 WHERE watermark < $1`, seq); err != nil {
-		return fmt.Errorf("tlog watermark: %w", s.mapErr(err))
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func auditTime(field, in string, end bool) (time.Time, error) {
 // opened read-only (ladder audit list|verify|export --db). The rules of
 // filters, paging and verification live here once for both.
 type AuditReader struct {
-	Store ladder.AuditStore
+	Store ladder.ChainStore
 	// Progress, when set, is called by Verify every 100,000 records
 	// verified (long work shows progress).
 	Progress func(verified int64)
@@ -125,10 +125,30 @@ func (s *Service) AuditExport(ctx context.Context, p ladder.Principal, req ladde
 	return AuditReader{Store: s.store}.Export(ctx, auditScope(p), req, fn)
 }
 
-// AuditVerify walks the whole hash chain and says how far it verifies (see
-// AuditReader.Verify).
-func (s *Service) AuditVerify(ctx context.Context) (ladder.AuditVerifyResult, error) {
-	return AuditReader{Store: s.store}.Verify(ctx)
+// AuditVerify walks every hash chain and says how far they verify (see
+// AuditReader.Verify), then re-checks p's workspace's transparency log (of
+// every workspace for an admin key of all; see verifyLog).
+func (s *Service) AuditVerify(ctx context.Context, p ladder.Principal) (ladder.AuditVerifyResult, error) {
+	res, err := AuditReader{Store: s.store}.Verify(ctx)
+	if err != nil {
+		return res, err
+	}
+	wss := []string{p.Workspace}
+	if p.Workspace == AllWorkspaces {
+		if wss, err = s.store.TlogWorkspaces(ctx, false); err != nil {
+			return res, storeErr("verify logs", err)
+		}
+	}
+	res.Logs = make([]ladder.AuditLogVerdict, 0, len(wss))
+	for _, ws := range wss {
+		v, err := s.verifyLog(ctx, ws)
+		if err != nil {
+			return res, storeErr("verify log", err)
+		}
+		res.Intact = res.Intact && v.Intact
+		res.Logs = append(res.Logs, v)
+	}
+	return res, nil
 }
 
 // List returns one page of workspace's audit trail ("" for every
@@ -239,18 +259,38 @@ type chainBreak struct{ err error }
 
 func (c chainBreak) Error() string { return c.err.Error() }
 
-// Verify walks the whole hash chain and says how far it verifies. Records
-// of every workspace form one chain, so the walk reads them all; the
-// result holds only counts, sequence numbers and a hash, never a record's
-// content. The walk streams (WalkAudit reads a page at a time) and stops
-// when ctx ends.
+// Verify walks every workspace's hash chain and says how far they verify.
+// The records before per-workspace chains (migration 0014) form one chain
+// across workspaces, so the walk reads them all; the result holds only
+// counts, sequence numbers and a hash, never a record's content. The walk
+// streams (WalkAudit reads a page at a time) and stops when ctx ends.
+//
+// On PostgreSQL, records of different workspaces may commit out of seq
+// order, so a walk beside live appends can pass a record that commits
+// after the walk read past its seq, and then see its workspace's next
+// record chain to a record it never saw. A break is therefore walked
+// again from the start once: a real one is found again.
 func (a AuditReader) Verify(ctx context.Context) (ladder.AuditVerifyResult, error) {
-	var v ladder.ChainVerifier
-	err := a.Store.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
+	res, err := a.verifyOnce(ctx)
+	if err != nil || res.Intact {
+		return res, err
+	}
+	return a.verifyOnce(ctx)
+}
+
+func (a AuditReader) verifyOnce(ctx context.Context) (ladder.AuditVerifyResult, error) {
+	m, err := a.Store.TlogMeta(ctx)
+	if err != nil {
+		return ladder.AuditVerifyResult{}, storeErr("verify audit", err)
+	}
+	v := ladder.ChainVerifier{GlobalThrough: m.ChainSeq}
+	var bad int64
+	err = a.Store.WalkAudit(ctx, 0, func(r ladder.AuditRecord) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := v.Check(r); err != nil {
+			bad = r.Seq
 			return chainBreak{err}
 		}
 		if a.Progress != nil && v.Count()%100000 == 0 {
@@ -258,11 +298,15 @@ func (a AuditReader) Verify(ctx context.Context) (ladder.AuditVerifyResult, erro
 		}
 		return nil
 	})
+	if err == nil {
+		if end := v.End(); end != nil {
+			bad, err = v.LastSeq()+1, chainBreak{end}
+		}
+	}
 	res := ladder.AuditVerifyResult{Intact: true, Verified: v.Count(), LastHash: v.LastHash()}
 	var cb chainBreak
 	switch {
 	case errors.As(err, &cb):
-		bad := v.Count() + 1
 		res.Intact, res.FirstBadSeq, res.Reason = false, &bad, cb.err.Error()
 	case err != nil:
 		return ladder.AuditVerifyResult{}, storeErr("verify audit", err)
@@ -270,9 +314,20 @@ func (a AuditReader) Verify(ctx context.Context) (ladder.AuditVerifyResult, erro
 	return res, nil
 }
 
-// WalkAudit calls fn for every record of the whole chain after afterSeq, in
-// order: verifying the chain needs every workspace's records, since they
-// share one chain. Callers show only the verdict, never the records.
+// WalkAudit calls fn for every record after afterSeq, in order: verifying
+// the chains needs every workspace's records, since those written before
+// per-workspace chains share one. Callers show only the verdict, never the
+// records.
 func (s *Service) WalkAudit(ctx context.Context, afterSeq int64, fn func(ladder.AuditRecord) error) error {
 	return s.store.WalkAudit(ctx, afterSeq, fn)
+}
+
+// AuditChainSeq returns the last seq of the global chain that records
+// before per-workspace chains form (ladder.ChainVerifier.GlobalThrough).
+func (s *Service) AuditChainSeq(ctx context.Context) (int64, error) {
+	m, err := s.store.TlogMeta(ctx)
+	if err != nil {
+		return 0, storeErr("audit chain", err)
+	}
+	return m.ChainSeq, nil
 }

@@ -15,12 +15,6 @@ import (
 	"github.com/ladderhq/ladder/translog"
 )
 
-// AuditFormatLog is the export format that carries a workspace's
-// transparency log: its records with their leaves and the latest signed
-// checkpoint (translog.BundleFormat), verified offline by `ladder audit
-// verify-export`.
-const AuditFormatLog = "log"
-
 // CheckpointKey returns the checkpoint public key (a signed-note verifier
 // key), or "" when the server signs no checkpoints.
 func (s *Service) CheckpointKey() string {
@@ -36,11 +30,13 @@ func (s *Service) CheckpointKey() string {
 // first. On a database whose records predate the logs it first verifies
 // the whole hash chain (see adopt).
 func (s *Service) IntegrateLogs(ctx context.Context) error {
-	meta, err := s.adopt(ctx)
-	if err != nil {
+	if _, err := s.adopt(ctx); err != nil {
 		return err
 	}
-	wss, top, err := s.store.TlogPendingWorkspaces(ctx, meta.Watermark)
+	// A workspace's chain head is ahead of its tree exactly when it has
+	// records that are no leaves yet: no seq watermark, which records of
+	// different workspaces committing out of seq order would pass by.
+	wss, err := s.store.TlogWorkspaces(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -49,16 +45,15 @@ func (s *Service) IntegrateLogs(ctx context.Context) error {
 			return err
 		}
 	}
-	if top <= meta.Watermark {
-		return nil
-	}
-	return s.store.TlogRaiseWatermark(ctx, top)
+	return nil
 }
 
 // adopt makes the records written before the logs existed (migration
-// 0012) their first leaves, once: the chain is verified first, and each
-// workspace with records gets an AuditTlogStart record saying how far it
-// verified. A broken chain is never adopted: the logs stay off and the
+// 0012) their first leaves, once, and likewise the records written before
+// each workspace had its own chain (migration 0014, which adopts again):
+// the chains are verified first, and each workspace with records gets an
+// AuditTlogStart record saying how far they verified and where the global
+// chain ended. A broken chain is never adopted: the logs stay off and the
 // error names the first bad record.
 //
 // The walk reads every record, so one runs at a time in this process, and a
@@ -94,12 +89,13 @@ func (s *Service) adopt(ctx context.Context) (ladder.TlogMeta, error) {
 		meta.Adopted = err == nil
 		return meta, err
 	}
-	wss, _, err := s.store.TlogPendingWorkspaces(ctx, 0)
+	wss, err := s.store.TlogWorkspaces(ctx, false)
 	if err == nil {
 		entries := make([]ladder.AuditEntry, 0, len(wss))
 		for _, ws := range wss {
 			e, eerr := ladder.NewAuditEntry(ws, "system", ladder.AuditTlogStart, "", s.now(), map[string]any{
 				"chain_verified_records": res.Verified, "chain_head": res.LastHash, "legacy_through_seq": meta.LegacySeq,
+				"global_chain_through_seq": meta.ChainSeq,
 			})
 			if eerr != nil {
 				err = eerr
@@ -296,6 +292,97 @@ func (s *Service) AuditLogExport(ctx context.Context, p ladder.Principal, begin 
 		}
 	}
 	return nil
+}
+
+// verifyLog re-checks ws's transparency log: each record, in order, hashes
+// to its stored leaf hash; the records recompute to the latest signed
+// checkpoint's root, and so do the stored tree hashes; the checkpoint's
+// note is signed by this server's key and states that size and root. The
+// first failure is the verdict, naming the record or checkpoint. The
+// checkpoint is read before the tree's size, so an integrator extending
+// the tree meanwhile makes no false alarm.
+func (s *Service) verifyLog(ctx context.Context, ws string) (ladder.AuditLogVerdict, error) {
+	v := ladder.AuditLogVerdict{Workspace: ws, Intact: true}
+	fail := func(seq int64, format string, args ...any) (ladder.AuditLogVerdict, error) {
+		v.Intact, v.Reason = false, fmt.Sprintf(format, args...)
+		if seq > 0 {
+			v.BadSeq = &seq
+		}
+		return v, nil
+	}
+	cp, err := s.store.LatestCheckpoint(ctx, ws)
+	if err != nil && !errors.Is(err, ladder.ErrNotFound) {
+		return v, err
+	}
+	size, _, err := s.store.TlogHead(ctx, ws)
+	if err != nil {
+		return v, err
+	}
+	v.Leaves, v.CheckpointSize = size, cp.Size
+	if cp.Size > size {
+		return fail(0, "The signed checkpoint of workspace %s covers %d leaves but its tree has %d: leaves were deleted.", ws, cp.Size, size)
+	}
+	var (
+		mem   translog.MemoryReader
+		leaf  int64
+		after int64
+	)
+	for leaf < size {
+		recs, err := s.store.ListAudit(ctx, ladder.AuditQuery{Workspace: ws, AfterSeq: after, Limit: int(min(exportPage, size-leaf))})
+		if err != nil {
+			return v, err
+		}
+		if len(recs) == 0 {
+			return fail(0, "Workspace %s's log has %d leaves but only %d records: records were deleted after leaf %d.", ws, size, leaf, leaf-1)
+		}
+		idx := make([]int64, len(recs))
+		for i := range recs {
+			idx[i] = tlog.StoredHashIndex(0, leaf+int64(i))
+		}
+		stored, err := s.store.TlogHashes(ctx, ws, idx)
+		if err != nil {
+			return v, err
+		}
+		for i, rec := range recs {
+			if lh := translog.LeafHash(rec); lh != stored[i] {
+				return fail(rec.Seq, "Record %d (leaf %d of workspace %s) does not hash to the leaf hash its log holds: the record or its leaf was altered.", rec.Seq, leaf, ws)
+			}
+			if leaf < cp.Size {
+				if err := mem.Add(translog.LeafData(rec)); err != nil {
+					return v, err
+				}
+			}
+			leaf, after = leaf+1, rec.Seq
+		}
+	}
+	if cp.Size == 0 {
+		return v, nil
+	}
+	if s.checkpoints != nil {
+		c, err := translog.Open(cp.Note, s.checkpoints.PublicKey())
+		if err != nil {
+			return fail(0, "The checkpoint of workspace %s at size %d does not verify with this server's key: %v.", ws, cp.Size, err)
+		}
+		if c.Tree.N != cp.Size || c.Tree.Hash != tlog.Hash(cp.Root) {
+			return fail(0, "The checkpoint of workspace %s at size %d is stored with another size or root than its signed note states.", ws, cp.Size)
+		}
+	}
+	root := tlog.Hash(cp.Root)
+	fromRecords, err := tlog.TreeHash(cp.Size, &mem)
+	if err != nil {
+		return v, err
+	}
+	if fromRecords != root {
+		return fail(0, "Workspace %s's first %d records hash to root %s, not the signed checkpoint's root %s: a record and its leaf were altered.", ws, cp.Size, fromRecords, root)
+	}
+	fromTree, err := tlog.TreeHash(cp.Size, translog.Reader(ctx, s.store, ws))
+	if err != nil {
+		return v, err
+	}
+	if fromTree != root {
+		return fail(0, "Workspace %s's stored tree hashes give root %s at size %d, not the signed checkpoint's root %s: the stored tree was altered.", ws, fromTree, cp.Size, root)
+	}
+	return v, nil
 }
 
 func hashStrings(hs []tlog.Hash) []string {

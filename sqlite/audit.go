@@ -27,12 +27,15 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 	return recs, nil
 }
 
-// appendAudit seals and inserts entries inside the batch's transaction. The
-// chain's head is read from the table once per transaction, not kept across
+// appendAudit seals and inserts entries inside the batch's transaction.
+// Each workspace's chain has its own head (audit_ws_head): a record's
+// prev_hash is the hash of its workspace's previous record and its ws_idx
+// its position in the workspace's log (its leaf index). The heads and the
+// last seq are read from the tables once per transaction, not kept across
 // them: another process may have appended since this one last did, and
-// BEGIN IMMEDIATE holds the write lock, so the head cannot move before the
-// commit. Within the transaction wtx keeps it (runBatch forgets it when an
-// op's savepoint is rolled back).
+// BEGIN IMMEDIATE holds the write lock, so they cannot move before the
+// commit. Within the transaction wtx keeps them (runBatch forgets them
+// when an op's savepoint is rolled back).
 //
 // Each entry is stored as it is hashed: its time in UTC at microseconds (the
 // caller's clock is used when it is zero) and its data as canonical JSON,
@@ -42,13 +45,15 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 		return nil, nil
 	}
 	if !w.head.known {
-		err := w.queryRow(`SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&w.head.seq, &w.head.hash)
+		err := w.queryRow(`SELECT seq FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&w.head.seq)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("audit head: %w", err)
 		}
 		w.head.known = true
 	}
-	seq, prev := w.head.seq, w.head.hash
+	if w.heads == nil {
+		w.heads = map[string]wsHead{}
+	}
 	recs := make([]ladder.AuditRecord, 0, len(entries))
 	for _, e := range entries {
 		if e.At.IsZero() {
@@ -60,22 +65,32 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 			return nil, fmt.Errorf("audit %s data: %w", e.Kind, err)
 		}
 		e.Data = data
-		seq++
-		rec := ladder.AuditRecord{Seq: seq, AuditEntry: e}
-		rec.Seal(prev)
+		h, ok := w.heads[e.Workspace]
+		if !ok {
+			err := w.queryRow(`SELECT size, hash FROM audit_ws_head WHERE workspace = ?`, e.Workspace).Scan(&h.size, &h.hash)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("audit head of %s: %w", e.Workspace, err)
+			}
+		}
+		rec := ladder.AuditRecord{Seq: w.head.seq + 1, AuditEntry: e}
+		rec.Seal(h.hash)
 		queue, step := ladder.AuditStepOf(rec.Data)
-		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
-			rec.PrevHash, rec.Hash, queue, step); err != nil {
+			rec.PrevHash, rec.Hash, queue, step, h.size); err != nil {
 			return nil, fmt.Errorf("insert audit: %w", err)
+		}
+		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) VALUES (?, ?, ?)
+			ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, hash = excluded.hash`, rec.Workspace, h.size+1, rec.Hash); err != nil {
+			return nil, fmt.Errorf("audit head of %s: %w", rec.Workspace, err)
 		}
 		if e.Event != nil {
 			if err := w.insertEvent(e.Event); err != nil {
 				return nil, err
 			}
 		}
-		prev = rec.Hash
-		w.head.seq, w.head.hash = seq, prev
+		w.head.seq = rec.Seq
+		w.heads[e.Workspace] = wsHead{size: h.size + 1, hash: rec.Hash}
 		recs = append(recs, rec)
 	}
 	return recs, nil

@@ -84,6 +84,10 @@ type Store struct {
 	// migration 0011, which it cannot apply: the audit step filter needs
 	// its columns.
 	noAuditStep bool
+	// globalChain is set on a read-only open of a database that predates
+	// per-workspace chains (migration 0014): all its records form one
+	// chain.
+	globalChain bool
 }
 
 // checkpointEvery is how often the background checkpointer copies the WAL
@@ -202,6 +206,11 @@ func openReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 		readers.Close()
 		return nil, openError(path, err)
 	}
+	var chainCols int
+	if err := readers.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('tlog_meta') WHERE name = 'chain_seq'`).Scan(&chainCols); err != nil {
+		readers.Close()
+		return nil, openError(path, err)
+	}
 	var tables int
 	if err := readers.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'audit'`).Scan(&tables); err != nil || tables == 0 {
 		readers.Close()
@@ -210,7 +219,7 @@ func openReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 		}
 		return nil, fmt.Errorf("open database %s: %w (is it a ladder database?)", path, err)
 	}
-	return &Store{path: path, log: opts.Logger, now: opts.Now, readers: readers, readOnly: true, noAuditStep: cols < 2}, nil
+	return &Store{path: path, log: opts.Logger, now: opts.Now, readers: readers, readOnly: true, noAuditStep: cols < 2, globalChain: chainCols == 0}, nil
 }
 
 // checkpointLoop copies committed WAL frames into the database file every
@@ -390,15 +399,23 @@ type wtx struct {
 	// a batch (and the rows of an import) run the same few statements many
 	// times, and preparing is a good part of a small statement's cost.
 	stmts map[string]*sql.Stmt
-	// head is the audit chain's head as of this transaction's last append.
-	head auditHead
+	// head is the audit log's last seq as of this transaction's last
+	// append, and heads each workspace's chain head (audit_ws_head) as
+	// this transaction moved it.
+	head  auditHead
+	heads map[string]wsHead
 }
 
-// auditHead is the chain's last record: its seq and hash.
+// auditHead is the log's last record's seq.
 type auditHead struct {
 	seq   int64
-	hash  string
 	known bool
+}
+
+// wsHead is a workspace's chain head: its log's size and last hash.
+type wsHead struct {
+	size int64
+	hash string
 }
 
 func (w *wtx) prepare(query string) (*sql.Stmt, error) {
@@ -474,13 +491,13 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		errs = []error{nil}
 	} else {
 		// An op rolled back to its savepoint may have appended to the
-		// chain: forget the head, and the next append reads it afresh.
+		// chains: forget the heads, and the next append reads them afresh.
 		guarded := make([]groupcommit.Op[*wtx], len(ops))
 		for i, op := range ops {
 			guarded[i] = func(w *wtx) error {
 				err := op(w)
 				if err != nil {
-					w.head.known = false
+					w.head.known, w.heads = false, nil
 				}
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/ladderhq/ladder"
 )
@@ -34,13 +35,40 @@ func (t tlogTx) Head() (size, lastSeq int64, err error) {
 	return size, lastSeq, err
 }
 
-func (t tlogTx) Pending(afterSeq int64, limit int) ([]ladder.AuditRecord, error) {
-	rows, err := t.w.query(`SELECT `+auditColumns+` FROM audit WHERE workspace = ? AND seq > ? ORDER BY seq LIMIT ?`, t.ws, afterSeq, limit)
+func (t tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
+	rows, err := t.w.query(`SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = ? AND ws_idx >= ? ORDER BY ws_idx LIMIT ?`, t.ws, from, limit)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanAudit)
+	type positioned struct {
+		rec ladder.AuditRecord
+		idx int64
+	}
+	got, err := collect(rows, func(r scanner) (positioned, error) {
+		var p positioned
+		rec, err := scanAudit(scanFunc(func(dest ...any) error { return r.Scan(append(dest, &p.idx)...) }))
+		p.rec = rec
+		return p, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Records are kept up to the first position missing, so a store bug
+	// cannot make a tree skip one.
+	recs := make([]ladder.AuditRecord, 0, len(got))
+	for i, p := range got {
+		if p.idx != from+int64(i) {
+			break
+		}
+		recs = append(recs, p.rec)
+	}
+	return recs, nil
 }
+
+// scanFunc is a scanner from a function.
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 func (t tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
 	out := make([][32]byte, len(indexes))
@@ -112,31 +140,34 @@ func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (in
 	return idx, nil
 }
 
-// TlogPendingWorkspaces returns the workspaces with records after
-// afterSeq, and the largest seq among them.
-func (s *Store) TlogPendingWorkspaces(ctx context.Context, afterSeq int64) ([]string, int64, error) {
-	var top int64
-	if err := s.readers.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&top); err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+// TlogWorkspaces returns the workspaces with records, or with pending
+// those whose chain head is ahead of their tree.
+func (s *Store) TlogWorkspaces(ctx context.Context, pending bool) ([]string, error) {
+	query := `SELECT workspace FROM audit_ws_head WHERE size > 0`
+	if pending {
+		query = `SELECT a.workspace FROM audit_ws_head AS a LEFT JOIN tlog_head AS t USING (workspace) WHERE a.size > COALESCE(t.size, 0)`
 	}
-	rows, err := s.readers.QueryContext(ctx, `SELECT DISTINCT workspace FROM audit WHERE seq > ? AND seq <= ?`, afterSeq, top)
+	rows, err := s.readers.QueryContext(ctx, query+` ORDER BY 1`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+		return nil, fmt.Errorf("tlog workspaces: %w", s.mapErr(err))
 	}
 	ws, err := collect(rows, func(r scanner) (string, error) {
 		var w string
 		return w, r.Scan(&w)
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+		return nil, fmt.Errorf("tlog workspaces: %w", s.mapErr(err))
 	}
-	return ws, top, nil
+	return ws, nil
 }
 
 // TlogMeta returns the database-wide log state.
 func (s *Store) TlogMeta(ctx context.Context) (ladder.TlogMeta, error) {
 	var m ladder.TlogMeta
-	err := s.readers.QueryRowContext(ctx, `SELECT legacy_seq, adopted, watermark FROM tlog_meta WHERE id = 1`).Scan(&m.LegacySeq, &m.Adopted, &m.Watermark)
+	if s.globalChain {
+		return ladder.TlogMeta{ChainSeq: math.MaxInt64}, nil
+	}
+	err := s.readers.QueryRowContext(ctx, `SELECT legacy_seq, adopted, chain_seq FROM tlog_meta WHERE id = 1`).Scan(&m.LegacySeq, &m.Adopted, &m.ChainSeq)
 	if err != nil {
 		return m, fmt.Errorf("tlog meta: %w", s.mapErr(err))
 	}
@@ -170,18 +201,6 @@ func (s *Store) TlogUnadopt(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("tlog unadopt: %w", err)
-	}
-	return nil
-}
-
-// TlogRaiseWatermark moves the watermark up to seq.
-func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
-	err := s.write(ctx, func(w *wtx) error {
-		_, err := w.exec(`UPDATE tlog_meta SET watermark = ? WHERE id = 1 AND watermark < ?`, seq, seq)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("tlog watermark: %w", err)
 	}
 	return nil
 }

@@ -274,10 +274,11 @@ func testAuditAppend(t *testing.T, s ladder.Store) {
 		{Seq: 2, AuditEntry: e2},
 		{Seq: 3, AuditEntry: e3},
 	}
-	prev := ""
+	// Each workspace's records form their own chain.
+	prev := map[string]string{}
 	for i := range want {
-		want[i].Seal(prev)
-		prev = want[i].Hash
+		want[i].Seal(prev[want[i].Workspace])
+		prev[want[i].Workspace] = want[i].Hash
 	}
 	if diff := cmp.Diff(want, recs); diff != "" {
 		t.Errorf("AppendAudit records (-want +got):\n%s", diff)

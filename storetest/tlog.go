@@ -87,19 +87,21 @@ func testTlogIntegrate(t *testing.T, s ladder.Store) {
 	if n, _ := must2(s.TlogHead(ctx, wsB)); n != 0 {
 		t.Errorf("ws-b's tree has %d leaves before it was integrated", n)
 	}
-	wss, top := must2(s.TlogPendingWorkspaces(ctx, 0))
-	slices.Sort(wss)
-	if !slices.Equal(wss, []string{wsA, wsB}) || top != 60 {
-		t.Errorf("pending = %v up to %d, want [ws-a ws-b] up to 60", wss, top)
+	if wss := must(s.TlogWorkspaces(ctx, false)); !slices.Equal(wss, []string{wsA, wsB}) {
+		t.Errorf("workspaces = %v, want [ws-a ws-b]", wss)
 	}
-	if wss, _ := must2(s.TlogPendingWorkspaces(ctx, top)); len(wss) != 0 {
-		t.Errorf("pending after the top seq = %v, want none", wss)
+	if wss := must(s.TlogWorkspaces(ctx, true)); !slices.Equal(wss, []string{wsB}) {
+		t.Errorf("pending = %v, want [ws-b] (ws-a's tree is up to date)", wss)
+	}
+	must(translog.IntegrateAll(ctx, s, wsB))
+	if wss := must(s.TlogWorkspaces(ctx, true)); len(wss) != 0 {
+		t.Errorf("pending once both are integrated = %v, want none", wss)
 	}
 }
 
 // testTlogCheckpoints: the first checkpoint kept at a size wins, the
 // latest is the largest, and the meta state of a database created with the
-// logs is adopted, with a watermark that only rises.
+// logs is adopted, with no global chain.
 func testTlogCheckpoints(t *testing.T, s ladder.Store) {
 	ctx := context.Background()
 	if _, err := s.LatestCheckpoint(ctx, wsA); !errors.Is(err, ladder.ErrNotFound) {
@@ -122,13 +124,8 @@ func testTlogCheckpoints(t *testing.T, s ladder.Store) {
 		t.Errorf("ws-b sees ws-a's checkpoints: err = %v", err)
 	}
 	m := must(s.TlogMeta(ctx))
-	if !m.Adopted || m.LegacySeq != 0 || m.Watermark != 0 {
-		t.Errorf("meta of a new database = %+v, want adopted, no legacy records", m)
-	}
-	check(t, s.TlogRaiseWatermark(ctx, 9))
-	check(t, s.TlogRaiseWatermark(ctx, 4))
-	if m := must(s.TlogMeta(ctx)); m.Watermark != 9 {
-		t.Errorf("watermark = %d, want 9 (it never goes down)", m.Watermark)
+	if !m.Adopted || m.LegacySeq != 0 || m.ChainSeq != 0 {
+		t.Errorf("meta of a new database = %+v, want adopted, no legacy records, no global chain", m)
 	}
 	if won := must(s.TlogAdopt(ctx)); won {
 		t.Error("TlogAdopt won on an adopted database")

@@ -46,7 +46,8 @@ func LeafHash(rec ladder.AuditRecord) tlog.Hash { return tlog.RecordHash(LeafDat
 
 // Integrate adds up to IntegrateBatch of workspace's audit records that
 // are not yet leaves to its tree, in one transaction, and returns how many
-// it added and the tree's size after. Records become leaves in seq order;
+// it added and the tree's size after. Records become leaves in the order
+// of the positions their append gave them (so in seq order too);
 // a record of another workspace is refused, so a store bug cannot mix two
 // logs.
 func Integrate(ctx context.Context, st ladder.TlogStore, workspace string) (added int, size int64, err error) {
@@ -57,7 +58,7 @@ func Integrate(ctx context.Context, st ladder.TlogStore, workspace string) (adde
 			return err
 		}
 		size = n
-		recs, err := tx.Pending(lastSeq, IntegrateBatch)
+		recs, err := tx.Pending(n, IntegrateBatch)
 		if err != nil || len(recs) == 0 {
 			return err
 		}

@@ -117,7 +117,7 @@ func cmdAudit(ctx context.Context, e env, args []string) error {
 		return exitError{code: 3, msg: "ladder audit: --workspace goes with --db; a server answers for the key's workspace"}
 	}
 	req := f.request()
-	if f.format != nil && *f.format == service.AuditFormatLog && local {
+	if f.format != nil && *f.format == ladder.AuditFormatLog && local {
 		return exitError{code: 3, msg: "ladder audit export --format log: the log export comes from a server, which signs its checkpoint; pass --server and a human or admin --key"}
 	}
 

@@ -598,12 +598,12 @@ func (s *Store) TlogLeafOf(ctx context.Context, ws string, seq int64) (int64, er
 	return s.next.TlogLeafOf(ctx, ws, seq)
 }
 
-// TlogPendingWorkspaces implements ladder.Store.
-func (s *Store) TlogPendingWorkspaces(ctx context.Context, after int64) ([]string, int64, error) {
+// TlogWorkspaces implements ladder.Store.
+func (s *Store) TlogWorkspaces(ctx context.Context, pending bool) ([]string, error) {
 	if err := s.read(ctx); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return s.next.TlogPendingWorkspaces(ctx, after)
+	return s.next.TlogWorkspaces(ctx, pending)
 }
 
 // TlogMeta implements ladder.Store.
@@ -628,14 +628,6 @@ func (s *Store) TlogUnadopt(ctx context.Context) error {
 		return err
 	}
 	return s.next.TlogUnadopt(ctx)
-}
-
-// TlogRaiseWatermark implements ladder.Store.
-func (s *Store) TlogRaiseWatermark(ctx context.Context, seq int64) error {
-	if err := s.write(ctx); err != nil {
-		return err
-	}
-	return s.next.TlogRaiseWatermark(ctx, seq)
 }
 
 // SaveCheckpoint implements ladder.Store.
