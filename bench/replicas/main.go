@@ -17,14 +17,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/ladderhq/ladder/bench/internal/loadkit"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
@@ -107,9 +103,9 @@ func run(o options) error {
 			if _, err := fmt.Sscan(rs, &n); err != nil || n < 1 {
 				return fmt.Errorf("-replicas %q", rs)
 			}
-			schema := "ladder_replicas_" + randHex(6)
+			schema := "ladder_replicas_" + loadkit.RandHex(6)
 			r, err := measure(o, bin, cfg, schema, n)
-			if derr := dropSchema(o.pg, schema); derr != nil {
+			if derr := loadkit.DropSchema(o.pg, schema); derr != nil {
 				fmt.Fprintln(os.Stderr, "replicas: drop schema:", derr)
 			}
 			if err != nil {
@@ -125,32 +121,12 @@ func run(o options) error {
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		s := r.elapsed.Seconds()
-		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %d |\n", r.label, r.replicas, float64(r.ok[0]+r.ok[1])/s, float64(r.ok[0])/s, float64(r.ok[1])/s, ms(r.p50), ms(r.p99), r.failed)
+		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %d |\n", r.label, r.replicas, float64(r.ok[0]+r.ok[1])/s, float64(r.ok[0])/s, float64(r.ok[1])/s, loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
 		if r.firstErr != "" {
 			fmt.Printf("\n%s with %d replicas: first failure: %s\n", r.label, r.replicas, r.firstErr)
 		}
 	}
 	return nil
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func dropSchema(dsn, schema string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	return err
 }
 
 // serve starts one replica and waits until it is ready; stop stops it.
@@ -176,7 +152,7 @@ func serve(bin, cfg, dsn, schema, admin string, port int, client *http.Client) (
 	}
 	base = "http://" + addr
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		if st, _, err := post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
+		if st, _, err := loadkit.Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
 			return base, stop, nil
 		}
 		select {
@@ -210,7 +186,7 @@ func measure(o options, bin, cfg, schema string, n int) (result, error) {
 	}
 	tokens := make([]string, len(targets))
 	for i, tg := range targets {
-		st, body, err := post(client, "POST", bases[0]+"/v1/keys", admin, map[string]string{"workspace": tg.workspace, "kind": "agent", "name": "replica bench"})
+		st, body, err := loadkit.Post(client, "POST", bases[0]+"/v1/keys", admin, map[string]string{"workspace": tg.workspace, "kind": "agent", "name": "replica bench"})
 		if err != nil || st != http.StatusCreated {
 			return result{}, fmt.Errorf("create agent key: %d %s %v", st, body, err)
 		}
@@ -223,7 +199,7 @@ func measure(o options, bin, cfg, schema string, n int) (result, error) {
 		tokens[i] = key.Token
 	}
 
-	run := randHex(4)
+	run := loadkit.RandHex(4)
 	var (
 		measuring, stop atomic.Bool
 		failed          atomic.Int64
@@ -241,7 +217,7 @@ func measure(o options, bin, cfg, schema string, n int) (result, error) {
 			for i := 0; !stop.Load(); i++ {
 				req := map[string]string{"queue": tg.queue, "step": tg.step, "item": fmt.Sprintf("%s-%d-%d", run, c, i)}
 				t0 := time.Now()
-				st, body, err := post(client, "POST", base+"/v1/route", tokens[w], req)
+				st, body, err := loadkit.Post(client, "POST", base+"/v1/route", tokens[w], req)
 				d := time.Since(t0)
 				if !measuring.Load() {
 					continue
@@ -276,31 +252,6 @@ func measure(o options, bin, cfg, schema string, n int) (result, error) {
 		r.p50 = lat[len(lat)*50/100]
 		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
-	fmt.Fprintf(os.Stderr, "%s, %d replicas: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", bin, n, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), ms(r.p50), ms(r.p99), r.failed)
+	fmt.Fprintf(os.Stderr, "%s, %d replicas: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", bin, n, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
 	return r, nil
-}
-
-// post sends a JSON request and reads the whole answer, so the connection
-// is reused.
-func post(c *http.Client, method, url, key string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
 }

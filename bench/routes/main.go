@@ -15,14 +15,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,7 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/ladderhq/ladder/bench/internal/loadkit"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
@@ -103,9 +99,9 @@ func run(o options) error {
 				fmt.Fprintln(os.Stderr, "routes: no -pg DSN and LADDER_TEST_POSTGRES unset; skipping PostgreSQL")
 				continue
 			}
-			schema := "ladder_routes_" + randHex(6)
+			schema := "ladder_routes_" + loadkit.RandHex(6)
 			r, err = measure(o, cfg, "PostgreSQL (synchronous_commit=on)", o.pg, []string{"LADDER_PG_SCHEMA=" + schema})
-			if derr := dropSchema(o.pg, schema); derr != nil {
+			if derr := loadkit.DropSchema(o.pg, schema); derr != nil {
 				fmt.Fprintln(os.Stderr, "routes: drop schema:", derr)
 			}
 		default:
@@ -121,32 +117,12 @@ func run(o options) error {
 	fmt.Println("| backend | durable routes/s | p50 | p99 | routes | failed |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %.0f | %s | %s | %d | %d |\n", r.backend, float64(r.ok)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), r.ok, r.failed)
+		fmt.Printf("| %s | %.0f | %s | %s | %d | %d |\n", r.backend, float64(r.ok)/r.elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.ok, r.failed)
 		if r.firstErr != "" {
 			fmt.Printf("\n%s: first failure: %s\n", r.backend, r.firstErr)
 		}
 	}
 	return nil
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func dropSchema(dsn, schema string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	return err
 }
 
 // measure starts `ladder serve` on db, creates an agent key, loads it and
@@ -184,7 +160,7 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 		MaxIdleConnsPerHost: o.clients, MaxConnsPerHost: o.clients, IdleConnTimeout: time.Minute,
 	}}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		if st, _, err := post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
+		if st, _, err := loadkit.Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
 			break
 		}
 		select {
@@ -197,7 +173,7 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	st, body, err := post(client, "POST", base+"/v1/keys", admin, map[string]string{"workspace": "vantrow-bills", "kind": "agent", "name": "route bench"})
+	st, body, err := loadkit.Post(client, "POST", base+"/v1/keys", admin, map[string]string{"workspace": "vantrow-bills", "kind": "agent", "name": "route bench"})
 	if err != nil || st != http.StatusCreated {
 		return result{}, fmt.Errorf("create agent key: %d %s %v", st, body, err)
 	}
@@ -208,7 +184,7 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 		return result{}, err
 	}
 
-	run := randHex(4)
+	run := loadkit.RandHex(4)
 	var (
 		measuring atomic.Bool
 		stop      atomic.Bool
@@ -226,7 +202,7 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 			for n := 0; !stop.Load(); n++ {
 				req := map[string]string{"queue": "bills", "step": o.step, "item": fmt.Sprintf("%s-%d-%d", run, c, n)}
 				t0 := time.Now()
-				st, body, err := post(client, "POST", base+"/v1/route", key.Token, req)
+				st, body, err := loadkit.Post(client, "POST", base+"/v1/route", key.Token, req)
 				d := time.Since(t0)
 				if !measuring.Load() {
 					continue
@@ -262,31 +238,6 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 		r.p50 = lat[len(lat)*50/100]
 		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", name, r.ok, elapsed.Round(time.Millisecond), float64(r.ok)/elapsed.Seconds(), ms(r.p50), ms(r.p99), r.failed)
+	fmt.Fprintf(os.Stderr, "%s: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", name, r.ok, elapsed.Round(time.Millisecond), float64(r.ok)/elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
 	return r, nil
-}
-
-// post sends a JSON request and reads the whole answer, so the connection
-// is reused.
-func post(c *http.Client, method, url, key string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
 }
