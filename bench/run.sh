@@ -86,7 +86,12 @@ pids+=($!)
 pids+=($!)
 wait_port "$BARE_ADDR"
 wait_port "$PLAIN_ADDR"
-wait_port "$LADDER_ADDR" # listens only once seeded and the keys file is written
+# The demo holds its port from the start (the kernel accepts connections
+# into the backlog while it seeds), so an open port is not a ready demo:
+# it writes the keys file once it serves, and that is what we wait for.
+wait_port "$LADDER_ADDR"
+for _ in $(seq 3000); do [ -s "$tmp/keys.json" ] && break; sleep 0.1; done
+[ -s "$tmp/keys.json" ] || { echo "run.sh: the demo wrote no keys file after 5 minutes (see $out/ladder-demo.log)" >&2; exit 1; }
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
 # The stand-in ledger's address, from the demo's log line.
