@@ -202,6 +202,8 @@ func TestMigration0014(t *testing.T) {
 		`DROP INDEX audit_by_workspace_idx`, `ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`, `DROP SEQUENCE audit_seq_gen`,
 		`CREATE TABLE audit_head (id boolean PRIMARY KEY DEFAULT true CHECK (id), seq bigint NOT NULL, hash text NOT NULL)`,
 		`ALTER TABLE tlog_meta DROP COLUMN chain_seq, ADD COLUMN watermark bigint NOT NULL DEFAULT 0`,
+		// 0015's indexes too, as every later migration runs again.
+		`DROP INDEX deliveries_delivered`, `DROP INDEX deliveries_dead`, `DROP INDEX deliveries_event`, `DROP INDEX outbox_fanned_at`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {

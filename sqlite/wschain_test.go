@@ -33,6 +33,8 @@ func TestMigration0014(t *testing.T) {
 	stmts := []string{
 		`DROP INDEX audit_by_workspace_idx`, `ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`,
 		`ALTER TABLE tlog_meta DROP COLUMN chain_seq`, `ALTER TABLE tlog_meta ADD COLUMN watermark INTEGER NOT NULL DEFAULT 0`,
+		// 0015's indexes too, as every later migration runs again.
+		`DROP INDEX deliveries_delivered`, `DROP INDEX deliveries_dead`, `DROP INDEX deliveries_event`, `DROP INDEX outbox_fanned_at`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
 	}
 	for _, stmt := range stmts {
