@@ -116,10 +116,10 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 
 	// Seeding is a one-time transient: its rows, JSONL and replays peak
 	// the Go heap at about 80 MB (146 MB resident), all garbage once it is
-	// done (the live heap is 4 MB after), and the runtime would hand the
-	// freed pages back to the kernel only over the next minute or so. Give
-	// them back now, so the server starts at its own size (about 58 MB
-	// resident instead of 106, BENCHMARKS.md issue 22).
+	// done (the live heap is 4 MB after), and the runtime's background
+	// scavenger hands the freed pages back to the kernel only gradually.
+	// Give them back now, so the server starts at its own size (50–56 MB
+	// resident instead of 106–108, BENCHMARKS.md issue 22).
 	debug.FreeOSMemory()
 	keys, err := makeDemoKeys(ctx, st.svc)
 	if err != nil {
