@@ -217,6 +217,14 @@ func (w *wtx) flushRoutes() error {
 	if len(w.routes) == 0 {
 		return nil
 	}
+	err := w.insertRoutes()
+	if err != nil {
+		w.routesErr = err
+	}
+	return err
+}
+
+func (w *wtx) insertRoutes() error {
 	pending := w.routes
 	w.routes = nil // the look-ups below run statements
 	n := len(pending)

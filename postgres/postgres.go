@@ -310,6 +310,9 @@ type wtx struct {
 	// of several ops.
 	deferRoutes bool
 	routes      []pendingRoute
+	// routesErr is flushRoutes' failure, kept so that the batch fails
+	// even if the op whose statement flushed the routes ignored it.
+	routesErr error
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -404,7 +407,11 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 			errs[i] = opErr
 			continue
 		}
-		if err := op(w); err != nil {
+		err := op(w)
+		if err == nil {
+			err = w.routesErr
+		}
+		if err != nil {
 			switch {
 			case errors.Is(err, errOpFailed):
 				return nil, errOpFailed, false

@@ -136,3 +136,38 @@ func TestQueuedRoutesAllCreated(t *testing.T) {
 		t.Errorf("audited routes (-want +got):\n%s", diff)
 	}
 }
+
+// TestQueuedRouteFailureNotSwallowed has the op after a queued route run a
+// statement (which inserts the queued route first) and ignore its error:
+// the route's lane change still fails the route's op, not the other's.
+func TestQueuedRouteFailureNotSwallowed(t *testing.T) {
+	schema := newSchema(t)
+	s := openTest(t, schema)
+	ctx := context.Background()
+	if _, err := adminConn(t, schema).Exec(ctx, `INSERT INTO step_states (workspace, queue, step, lane, epoch, pinned, pin_reason, audit_rate, version, lane_epoch)
+		VALUES ($1, $2, $3, 'shadow', 0, false, '', 0.05, 1, 1)`, testStep.Workspace, testStep.Queue, testStep.Step); err != nil {
+		t.Fatal(err)
+	}
+	r := testRoute("rt_old", "bill-1") // lane epoch 0, which the step left
+	e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		got     ladder.Route
+		created bool
+	)
+	errs := s.runBatch(ctx, []groupcommit.Op[*wtx]{
+		func(w *wtx) error { return w.recordRoute(r, e, &got, &created) },
+		func(w *wtx) error {
+			_, _ = w.exec(`SELECT 1`) // an op careless with errors
+			return nil
+		},
+	})
+	if !errors.Is(errs[0], ladder.ErrLaneChanged) || errs[1] != nil {
+		t.Errorf("errs %v, want [ErrLaneChanged, nil]", errs)
+	}
+	if created {
+		t.Errorf("route %q created, want none", got.ID)
+	}
+}
