@@ -58,7 +58,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, targets func(ladder.Event
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		n = 0
-		rows, err := w.tx.Query(w.ctx, `SELECT seq, doc FROM outbox WHERE NOT fanned ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		rows, err := w.query(`SELECT seq, doc FROM outbox WHERE NOT fanned ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 			if n <= 0 {
 				continue
 			}
-			rows, err := w.tx.Query(w.ctx, `UPDATE deliveries d SET lease_until = clock_timestamp() + $3 * interval '1 microsecond'
+			rows, err := w.query(`UPDATE deliveries d SET lease_until = clock_timestamp() + $3 * interval '1 microsecond'
 				FROM outbox o
 				WHERE o.seq = d.event_seq AND d.seq IN (
 					SELECT seq FROM deliveries
@@ -305,7 +305,7 @@ func (s *Store) RetireDeliveries(ctx context.Context, endpoints []string, reason
 	out := map[string]int{}
 	err := s.write(ctx, func(w *wtx) error {
 		clear(out)
-		rows, err := w.tx.Query(w.ctx, `UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = $2 WHERE `+gone+` RETURNING endpoint`, known, reason)
+		rows, err := w.query(`UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = $2 WHERE `+gone+` RETURNING endpoint`, known, reason)
 		if err != nil {
 			return err
 		}

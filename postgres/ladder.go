@@ -141,38 +141,149 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		got     ladder.Route
 		created bool
 	)
-	err := s.write(ctx, func(w *wtx) error {
-		tag, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
-			WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $2 AND queue = $3 AND step = $4 FOR KEY SHARE), $14) = $14
-			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
-			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
-			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 1 {
-			got, created = r, true
-			return w.appendAudit(nil, audit)
-		}
-		// The item's route of this epoch, if the step is still in it.
-		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-			WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4 AND lane_epoch = $5
-			AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE), $5) = $5`,
-			r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
-		}
-		if err != nil {
-			return err
-		}
-		got, created = existing, false
-		return nil
-	})
+	err := s.write(ctx, func(w *wtx) error { return w.recordRoute(r, audit, &got, &created) })
 	if err != nil {
 		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
 	}
 	return got, created, nil
+}
+
+// recordRoute is RecordRoute's op: in an optimistic run of a batch of
+// several ops it queues the route (queueRoute), else it inserts it now.
+func (w *wtx) recordRoute(r ladder.Route, audit ladder.AuditEntry, got *ladder.Route, created *bool) error {
+	if w.deferRoutes {
+		return w.queueRoute(r, audit, got, created)
+	}
+	tag, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
+		WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $2 AND queue = $3 AND step = $4 FOR KEY SHARE), $14) = $14
+		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
+		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 1 {
+		*got, *created = r, true
+		return w.appendAudit(nil, audit)
+	}
+	existing, err := w.existingRoute(r)
+	*got, *created = existing, false
+	return err
+}
+
+// existingRoute returns the item's route of r's lane epoch, stored before
+// r's insert did nothing, if the step is still in that epoch.
+func (w *wtx) existingRoute(r ladder.Route) (ladder.Route, error) {
+	existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+		WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4 AND lane_epoch = $5
+		AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE), $5) = $5`,
+		r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ladder.Route{}, fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+	}
+	return existing, err
+}
+
+// pendingRoute is a RecordRoute queued in its batch (queueRoute); got and
+// created receive its result when flushRoutes has run it.
+type pendingRoute struct {
+	r       ladder.Route
+	slot    int // its audit entry's index in the batch's audit
+	got     *ladder.Route
+	created *bool
+}
+
+// queueRoute queues RecordRoute's insert, to be run with the other routes
+// queued next to it in one statement (flushRoutes), and its audit entry in
+// its place in the batch's audit, to be dropped if the route is not
+// created.
+func (w *wtx) queueRoute(r ladder.Route, audit ladder.AuditEntry, got *ladder.Route, created *bool) error {
+	if err := w.appendAudit(nil, audit); err != nil {
+		return err
+	}
+	w.routes = append(w.routes, pendingRoute{r: r, slot: len(w.audit) - 1, got: got, created: created})
+	return nil
+}
+
+// flushRoutes inserts the queued routes in one statement, with the same
+// conditions RecordRoute's own insert has, row by row in queue order: the
+// lane epoch checked under a key-share lock of the step's state, an item's
+// route of the epoch inserted once. A route the insert skipped is looked
+// up as RecordRoute does; if the step left its epoch, the op's error is
+// not known until the batch runs again op by op (errOpFailed), as for any
+// op failing in an optimistic run.
+func (w *wtx) flushRoutes() error {
+	if len(w.routes) == 0 {
+		return nil
+	}
+	err := w.insertRoutes()
+	if err != nil {
+		w.routesErr = err
+	}
+	return err
+}
+
+func (w *wtx) insertRoutes() error {
+	pending := w.routes
+	w.routes = nil // the look-ups below run statements
+	n := len(pending)
+	var (
+		ids, wss, queues, steps, items, decisions, lanes, reasons, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		audits                                                          = make([]bool, n)
+		rates                                                           = make([]float64, n)
+		features                                                        = make([][]byte, n)
+		ats                                                             = make([]time.Time, n)
+		epochs                                                          = make([]int64, n)
+	)
+	for i, p := range pending {
+		r := p.r
+		ids[i], wss[i], queues[i], steps[i], items[i] = r.ID, r.Workspace, r.Queue, r.Step, r.Item
+		decisions[i], lanes[i], audits[i], rates[i], reasons[i] = string(r.Decision), string(r.Lane), r.Audit, r.AuditRate, r.Reason
+		if len(r.Features) > 0 {
+			features[i] = r.Features
+		}
+		keys[i], ats[i], epochs[i] = r.KeyID, normTime(r.At), int64(r.LaneEpoch)
+	}
+	rows, err := w.tx.Query(w.ctx, `INSERT INTO routes (`+routeColumns+`)
+		SELECT v.id, v.workspace, v.queue, v.step, v.item, v.decision, v.lane, v.audit, v.audit_rate, v.reason, v.features, v.key_id, v.at, v.lane_epoch
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::double precision[], $10::text[], $11::bytea[], $12::text[], $13::timestamptz[], $14::integer[])
+			WITH ORDINALITY AS v(id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at, lane_epoch, ord)
+		WHERE COALESCE((SELECT s.lane_epoch FROM step_states s WHERE s.workspace = v.workspace AND s.queue = v.queue AND s.step = v.step FOR KEY SHARE), v.lane_epoch) = v.lane_epoch
+		ORDER BY v.ord
+		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING
+		RETURNING id`,
+		ids, wss, queues, steps, items, decisions, lanes, audits, rates, reasons, features, keys, ats, epochs)
+	if err != nil {
+		return fmt.Errorf("insert routes: %w", err)
+	}
+	inserted, err := collect(rows, func(r pgx.Row) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return fmt.Errorf("insert routes: %w", err)
+	}
+	created := make(map[string]bool, len(inserted))
+	for _, id := range inserted {
+		created[id] = true
+	}
+	for _, p := range pending {
+		if created[p.r.ID] {
+			*p.got, *p.created = p.r, true
+			continue
+		}
+		w.audit[p.slot].entries = nil
+		existing, err := w.existingRoute(p.r)
+		if errors.Is(err, ladder.ErrLaneChanged) {
+			return fmt.Errorf("record route: %w (%w)", errOpFailed, err)
+		}
+		if err != nil {
+			return fmt.Errorf("record route: %w", err)
+		}
+		*p.got, *p.created = existing, false
+	}
+	return nil
 }
 
 func insertRouteSQL(r ladder.Route, onConflict string) (string, []any) {
@@ -432,7 +543,7 @@ func (s *Store) WeekAggs(ctx context.Context, k ladder.StepKey) ([]ladder.WeekAg
 }
 
 func (w *wtx) weekAggs(k ladder.StepKey) ([]ladder.WeekAgg, error) {
-	rows, err := w.tx.Query(w.ctx, weekAggsQuery, k.Workspace, k.Queue, k.Step)
+	rows, err := w.query(weekAggsQuery, k.Workspace, k.Queue, k.Step)
 	if err != nil {
 		return nil, err
 	}
@@ -568,6 +679,9 @@ func (w *wtx) queueOutcome(b *pgx.Batch, o ladder.Outcome) {
 func (w *wtx) sendBatch(b *pgx.Batch, labels []string) error {
 	if b.Len() == 0 {
 		return nil
+	}
+	if err := w.flushRoutes(); err != nil {
+		return err
 	}
 	br := w.tx.SendBatch(w.ctx, b)
 	for i := range b.Len() {

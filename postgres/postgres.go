@@ -305,6 +305,14 @@ type wtx struct {
 	s      *Store
 	audit  []pendingAudit
 	notify []string
+	// deferRoutes lets RecordRoute queue its insert in routes instead of
+	// running it (see flushRoutes); set for an optimistic run of a batch
+	// of several ops.
+	deferRoutes bool
+	routes      []pendingRoute
+	// routesErr is flushRoutes' failure, kept so that the batch fails
+	// even if the op whose statement flushed the routes ignored it.
+	routesErr error
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -314,13 +322,34 @@ type pendingAudit struct {
 	out     *[]ladder.AuditRecord
 }
 
+// exec, queryRow and query run a statement of an op in the batch's
+// transaction, after the routes queued before it (flushRoutes), so every
+// op sees the database as if the ops before it had run in full.
 func (w *wtx) exec(query string, args ...any) (pgconn.CommandTag, error) {
+	if err := w.flushRoutes(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	return w.tx.Exec(w.ctx, query, args...)
 }
 
 func (w *wtx) queryRow(query string, args ...any) pgx.Row {
+	if err := w.flushRoutes(); err != nil {
+		return errRow{err}
+	}
 	return w.tx.QueryRow(w.ctx, query, args...)
 }
+
+func (w *wtx) query(query string, args ...any) (pgx.Rows, error) {
+	if err := w.flushRoutes(); err != nil {
+		return nil, err
+	}
+	return w.tx.Query(w.ctx, query, args...)
+}
+
+// errRow is a row whose Scan fails with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // runBatch is the group-commit run function: one transaction, the ops one
 // after another, the batch's audit appended last, one COMMIT.
@@ -367,7 +396,7 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 		return nil, fmt.Errorf("begin: %w", err), false
 	}
 	defer tx.Rollback(context.Background()) // after Commit, a no-op
-	w := &wtx{ctx: ctx, tx: tx, s: s}
+	w := &wtx{ctx: ctx, tx: tx, s: s, deferRoutes: !safe && len(ops) > 1}
 	errs = make([]error, len(ops))
 	for i, op := range ops {
 		if safe {
@@ -378,8 +407,14 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 			errs[i] = opErr
 			continue
 		}
-		if err := op(w); err != nil {
+		err := op(w)
+		if err == nil {
+			err = w.routesErr
+		}
+		if err != nil {
 			switch {
+			case errors.Is(err, errOpFailed):
+				return nil, errOpFailed, false
 			case retryable(err):
 				return nil, err, true
 			case len(ops) == 1:
@@ -388,6 +423,12 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 			}
 			return nil, errOpFailed, false
 		}
+	}
+	if err := w.flushRoutes(); err != nil {
+		if errors.Is(err, errOpFailed) {
+			return nil, errOpFailed, false
+		}
+		return nil, err, retryable(err)
 	}
 	if err := w.flush(); err != nil {
 		return nil, err, retryable(err)
