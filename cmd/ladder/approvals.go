@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -15,14 +14,10 @@ import (
 // against a server, with a human key.
 func cmdApprovals(ctx context.Context, e env, args []string) error {
 	const usage = "usage: ladder approvals list|approve|reject|retry [flags]\n\nRun 'ladder approvals SUBCOMMAND -h' for a subcommand's flags."
-	if len(args) == 0 {
-		return exitError{code: 3, msg: usage}
-	}
-	if ok, err := subcommandHelp(e, args, usage); ok {
+	fs, err := subcommandFlags(e, "approvals", args, usage)
+	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("approvals "+args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
 	switch args[0] {
 	case "list":

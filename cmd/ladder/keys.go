@@ -59,17 +59,13 @@ func (l localFlags) openWith(ctx context.Context, e env, readOnly bool) (*stack,
 
 func cmdKeys(ctx context.Context, e env, args []string) error {
 	const usage = "usage: ladder keys create|list|revoke|checkpoint-key [flags]\n\nRun 'ladder keys SUBCOMMAND -h' for a subcommand's flags."
-	if len(args) == 0 {
-		return exitError{code: 3, msg: usage}
-	}
-	if ok, err := subcommandHelp(e, args, usage); ok {
-		return err
-	}
-	if args[0] == "checkpoint-key" {
+	if len(args) > 0 && args[0] == "checkpoint-key" {
 		return cmdCheckpointKey(e, args[1:])
 	}
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs, err := subcommandFlags(e, "keys", args, usage)
+	if err != nil {
+		return err
+	}
 	lf := addLocalFlags(fs)
 	switch args[0] {
 	case "create":

@@ -148,6 +148,22 @@ func subcommandHelp(e env, args []string, usage string) (bool, error) {
 	return false, nil
 }
 
+// subcommandFlags starts a command with subcommands (ladder keys create,
+// ladder approvals list, …): no subcommand is a usage error, a help word
+// prints usage, and otherwise it returns the subcommand's flag set, named
+// "CMD SUB" and reporting to stderr.
+func subcommandFlags(e env, cmd string, args []string, usage string) (*flag.FlagSet, error) {
+	if len(args) == 0 {
+		return nil, exitError{code: 3, msg: usage}
+	}
+	if ok, err := subcommandHelp(e, args, usage); ok {
+		return nil, err
+	}
+	fs := flag.NewFlagSet(cmd+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs, nil
+}
+
 // cmdVersion prints the version set with -ldflags "-X main.version=…" or,
 // without it, the module version the binary was built as, then the commit
 // (marked +modified for a build from a changed work tree) and the Go version,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -14,14 +13,10 @@ import (
 // server, with a human or admin key.
 func cmdWebhooks(ctx context.Context, e env, args []string) error {
 	const usage = "usage: ladder webhooks list|redeliver [flags]\n\nRun 'ladder webhooks SUBCOMMAND -h' for a subcommand's flags."
-	if len(args) == 0 {
-		return exitError{code: 3, msg: usage}
-	}
-	if ok, err := subcommandHelp(e, args, usage); ok {
+	fs, err := subcommandFlags(e, "webhooks", args, usage)
+	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("webhooks "+args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	rf := addRemoteFlags(fs, e)
 	workspace := fs.String("workspace", "", "workspace (required with an all-workspaces admin key)")
 	switch args[0] {
