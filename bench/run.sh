@@ -29,7 +29,8 @@
 # the same call through ladder's capability tool (auth, scope check, lane,
 # durable call record, then the upstream call over ladder's reused
 # session), both closed loop; ladder must reach 0.7× the direct calls/s.
-# CAPABILITY=0 skips it.
+# CAPABILITY=0 skips it. Each round ends with the demo's resident memory,
+# now and at its peak since it began serving (DESIGN §11 budgets it).
 set -euo pipefail
 
 CLIENTS=${CLIENTS:-64}
@@ -84,6 +85,7 @@ pids+=($!)
 pids+=($!)
 "$bin/ladder" demo --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
 pids+=($!)
+demo_pid=$!
 wait_port "$BARE_ADDR"
 wait_port "$PLAIN_ADDR"
 # The demo holds its port from the start (the kernel accepts connections
@@ -92,6 +94,9 @@ wait_port "$PLAIN_ADDR"
 wait_port "$LADDER_ADDR"
 for _ in $(seq 3000); do [ -s "$tmp/keys.json" ] && break; sleep 0.1; done
 [ -s "$tmp/keys.json" ] || { echo "run.sh: the demo wrote no keys file after 5 minutes (see $out/ladder-demo.log)" >&2; exit 1; }
+# Seeding the 14 weeks peaks higher than serving does: reset the kernel's
+# peak-RSS mark (clear_refs 5) so the peak printed below is the serving one.
+echo 5 >"/proc/$demo_pid/clear_refs" 2>/dev/null || echo "run.sh: cannot reset the demo's peak RSS; the peak printed includes its seeding" >&2
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
 # The stand-in ledger's address, from the demo's log line.
@@ -137,5 +142,11 @@ for round in $(seq "$ROUNDS"); do
 		echo "Round $round, a capability call proxied to an upstream MCP tool (budget: 0.7× direct):"
 		echo
 		"$bin/loadgen" -table "$out/upstream.$round.json" "$out/capability.$round.json"
+	fi
+	# The demo's memory (DESIGN.md §11 budgets its RSS under this load): its
+	# resident set now and its peak since it started, from the kernel.
+	if [ -r "/proc/$demo_pid/status" ]; then
+		echo
+		awk '/^VmRSS/ {rss=$2} /^VmHWM/ {hwm=$2} END {printf "ladder demo resident: %.1f MiB now, %.1f MiB at its peak since it began serving\n", rss/1024, hwm/1024}' "/proc/$demo_pid/status"
 	fi
 done
