@@ -16,20 +16,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ladderhq/ladder/bench/internal/loadkit"
@@ -72,11 +65,7 @@ func main() {
 type result struct {
 	label    string
 	replicas int
-	ok       [2]int
-	failed   int
-	elapsed  time.Duration
-	p50, p99 time.Duration
-	firstErr string
+	loadkit.Result
 }
 
 func run(o options) error {
@@ -120,64 +109,24 @@ func run(o options) error {
 	fmt.Println("| ladder | replicas | durable routes/s | vantrow-bills | checkcall-loads | p50 | p99 | failed |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		s := r.elapsed.Seconds()
-		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %d |\n", r.label, r.replicas, float64(r.ok[0]+r.ok[1])/s, float64(r.ok[0])/s, float64(r.ok[1])/s, loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
-		if r.firstErr != "" {
-			fmt.Printf("\n%s with %d replicas: first failure: %s\n", r.label, r.replicas, r.firstErr)
+		s := r.Elapsed.Seconds()
+		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %d |\n", r.label, r.replicas, float64(r.Total())/s, float64(r.OK[0])/s, float64(r.OK[1])/s, loadkit.Ms(r.P50), loadkit.Ms(r.P99), r.Failed)
+		if r.FirstErr != "" {
+			fmt.Printf("\n%s with %d replicas: first failure: %s\n", r.label, r.replicas, r.FirstErr)
 		}
 	}
 	return nil
-}
-
-// serve starts one replica and waits until it is ready; stop stops it.
-func serve(bin, cfg, dsn, schema, admin string, port int, client *http.Client) (base string, stop func(), err error) {
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "serve", "--unsigned-audit", "--config", cfg, "--db", dsn, "--addr", addr)
-	cmd.Env = append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "LADDER_AUDIT_SECRET=replica-bench", "LADDER_PG_SCHEMA="+schema)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop = func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}
-	base = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if st, _, err := loadkit.Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
-			return base, stop, nil
-		}
-		select {
-		case <-exited:
-			return "", nil, fmt.Errorf("ladder serve exited: %s", logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, errors.New("ladder serve not ready within 60s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // measure starts n replicas on one fresh schema (the first alone, so it
 // migrates), creates an agent key per workspace, loads them and stops them.
 func measure(o options, bin, cfg, schema string, n int) (result, error) {
 	_, admin, _ := ladder.NewKeyToken()
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConnsPerHost: o.clients, MaxConnsPerHost: o.clients, IdleConnTimeout: time.Minute,
-	}}
+	client := loadkit.NewClient(o.clients)
 	var bases []string
 	for i := range n {
-		base, stop, err := serve(bin, cfg, o.pg, schema, admin, o.port+i, client)
+		base, stop, err := loadkit.Serve(bin, fmt.Sprintf("127.0.0.1:%d", o.port+i), []string{"--unsigned-audit", "--config", cfg, "--db", o.pg},
+			[]string{"LADDER_ADMIN_KEY=" + admin, "LADDER_AUDIT_SECRET=replica-bench", "LADDER_PG_SCHEMA=" + schema}, client, 60*time.Second)
 		if err != nil {
 			return result{}, err
 		}
@@ -186,72 +135,18 @@ func measure(o options, bin, cfg, schema string, n int) (result, error) {
 	}
 	tokens := make([]string, len(targets))
 	for i, tg := range targets {
-		st, body, err := loadkit.Post(client, "POST", bases[0]+"/v1/keys", admin, map[string]string{"workspace": tg.workspace, "kind": "agent", "name": "replica bench"})
-		if err != nil || st != http.StatusCreated {
-			return result{}, fmt.Errorf("create agent key: %d %s %v", st, body, err)
-		}
-		var key struct {
-			Token string `json:"token"`
-		}
-		if err := json.Unmarshal(body, &key); err != nil {
+		token, err := loadkit.AgentKey(client, bases[0], admin, tg.workspace, "replica bench")
+		if err != nil {
 			return result{}, err
 		}
-		tokens[i] = key.Token
+		tokens[i] = token
 	}
-
 	run := loadkit.RandHex(4)
-	var (
-		measuring, stop atomic.Bool
-		failed          atomic.Int64
-		okBy            [2]atomic.Int64
-		firstErr        atomic.Value
-		mu              sync.Mutex
-		lat             []time.Duration
-		wg              sync.WaitGroup
-	)
-	for c := range o.clients {
-		wg.Go(func() {
-			w := c % len(targets)
-			tg, base := targets[w], bases[(c/len(targets))%len(bases)]
-			var mine []time.Duration
-			for i := 0; !stop.Load(); i++ {
-				req := map[string]string{"queue": tg.queue, "step": tg.step, "item": fmt.Sprintf("%s-%d-%d", run, c, i)}
-				t0 := time.Now()
-				st, body, err := loadkit.Post(client, "POST", base+"/v1/route", tokens[w], req)
-				d := time.Since(t0)
-				if !measuring.Load() {
-					continue
-				}
-				if err != nil || st != http.StatusOK {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%d %s %v", st, bytes.TrimSpace(body), err))
-					continue
-				}
-				okBy[w].Add(1)
-				mine = append(mine, d)
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		})
-	}
-	time.Sleep(o.warmup)
-	measuring.Store(true)
-	start := time.Now()
-	time.Sleep(o.duration)
-	measuring.Store(false)
-	elapsed := time.Since(start)
-	stop.Store(true)
-	wg.Wait()
-	r := result{replicas: n, ok: [2]int{int(okBy[0].Load()), int(okBy[1].Load())}, failed: int(failed.Load()), elapsed: elapsed}
-	if e, ok := firstErr.Load().(string); ok {
-		r.firstErr = e
-	}
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		r.p50 = lat[len(lat)*50/100]
-		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
-	}
-	fmt.Fprintf(os.Stderr, "%s, %d replicas: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", bin, n, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
-	return r, nil
+	lr := loadkit.Load(o.clients, len(targets), o.warmup, o.duration, func(c, i int) (int, string) {
+		w := c % len(targets)
+		tg, base := targets[w], bases[(c/len(targets))%len(bases)]
+		return w, loadkit.PostRoute(client, base, tokens[w], map[string]string{"queue": tg.queue, "step": tg.step, "item": fmt.Sprintf("%s-%d-%d", run, c, i)})
+	})
+	fmt.Fprintf(os.Stderr, "%s, %d replicas: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", bin, n, lr.Total(), lr.Elapsed.Round(time.Millisecond), float64(lr.Total())/lr.Elapsed.Seconds(), loadkit.Ms(lr.P50), loadkit.Ms(lr.P99), lr.Failed)
+	return result{replicas: n, Result: lr}, nil
 }

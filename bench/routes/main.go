@@ -14,21 +14,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ladderhq/ladder/bench/internal/loadkit"
@@ -64,12 +57,8 @@ func main() {
 }
 
 type result struct {
-	backend  string
-	ok       int
-	failed   int
-	elapsed  time.Duration
-	p50, p99 time.Duration
-	firstErr string
+	backend string
+	loadkit.Result
 }
 
 func run(o options) error {
@@ -117,9 +106,9 @@ func run(o options) error {
 	fmt.Println("| backend | durable routes/s | p50 | p99 | routes | failed |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %.0f | %s | %s | %d | %d |\n", r.backend, float64(r.ok)/r.elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.ok, r.failed)
-		if r.firstErr != "" {
-			fmt.Printf("\n%s: first failure: %s\n", r.backend, r.firstErr)
+		fmt.Printf("| %s | %.0f | %s | %s | %d | %d |\n", r.backend, float64(r.Total())/r.Elapsed.Seconds(), loadkit.Ms(r.P50), loadkit.Ms(r.P99), r.Total(), r.Failed)
+		if r.FirstErr != "" {
+			fmt.Printf("\n%s: first failure: %s\n", r.backend, r.FirstErr)
 		}
 	}
 	return nil
@@ -135,109 +124,24 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, admin, _ := ladder.NewKeyToken()
+	client := loadkit.NewClient(o.clients)
 	// One agent key drives every client: lift the per-key cap on requests
 	// in progress (32 by default), which would answer 429 past it.
-	cmd := exec.Command(o.bin, "serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr, "--max-inflight-per-key", "-1")
-	cmd.Env = append(append(os.Environ(), "LADDER_ADMIN_KEY="+admin, "LADDER_AUDIT_SECRET=route-bench"), env...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	base, stop, err := loadkit.Serve(o.bin, addr, []string{"--unsigned-audit", "--config", cfg, "--db", db, "--max-inflight-per-key", "-1"},
+		append([]string{"LADDER_ADMIN_KEY=" + admin, "LADDER_AUDIT_SECRET=route-bench"}, env...), client, 30*time.Second)
+	if err != nil {
 		return result{}, err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	base := "http://" + addr
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConnsPerHost: o.clients, MaxConnsPerHost: o.clients, IdleConnTimeout: time.Minute,
-	}}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if st, _, err := loadkit.Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
-			break
-		}
-		select {
-		case <-exited:
-			return result{}, fmt.Errorf("ladder serve exited: %s", logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return result{}, errors.New("ladder serve not ready within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	st, body, err := loadkit.Post(client, "POST", base+"/v1/keys", admin, map[string]string{"workspace": "vantrow-bills", "kind": "agent", "name": "route bench"})
-	if err != nil || st != http.StatusCreated {
-		return result{}, fmt.Errorf("create agent key: %d %s %v", st, body, err)
-	}
-	var key struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(body, &key); err != nil {
+	defer stop()
+	token, err := loadkit.AgentKey(client, base, admin, "vantrow-bills", "route bench")
+	if err != nil {
 		return result{}, err
 	}
-
 	run := loadkit.RandHex(4)
-	var (
-		measuring atomic.Bool
-		stop      atomic.Bool
-		failed    atomic.Int64
-		firstErr  atomic.Value
-		mu        sync.Mutex
-		lat       []time.Duration
-		wg        sync.WaitGroup
-	)
-	for c := range o.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for n := 0; !stop.Load(); n++ {
-				req := map[string]string{"queue": "bills", "step": o.step, "item": fmt.Sprintf("%s-%d-%d", run, c, n)}
-				t0 := time.Now()
-				st, body, err := loadkit.Post(client, "POST", base+"/v1/route", key.Token, req)
-				d := time.Since(t0)
-				if !measuring.Load() {
-					continue
-				}
-				if err != nil || st != http.StatusOK {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%d %s %v", st, bytes.TrimSpace(body), err))
-					continue
-				}
-				mine = append(mine, d)
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		}()
-	}
-	time.Sleep(o.warmup)
-	measuring.Store(true)
-	start := time.Now()
-	time.Sleep(o.duration)
-	measuring.Store(false)
-	elapsed := time.Since(start)
-	stop.Store(true)
-	wg.Wait()
-	// Calls that finished after the window closed are not counted; calls
-	// in flight when it opened are (a wash at this duration).
-	r := result{backend: name, ok: len(lat), failed: int(failed.Load()), elapsed: elapsed}
-	if e, ok := firstErr.Load().(string); ok {
-		r.firstErr = e
-	}
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		r.p50 = lat[len(lat)*50/100]
-		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
-	}
-	fmt.Fprintf(os.Stderr, "%s: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", name, r.ok, elapsed.Round(time.Millisecond), float64(r.ok)/elapsed.Seconds(), loadkit.Ms(r.p50), loadkit.Ms(r.p99), r.failed)
+	lr := loadkit.Load(o.clients, 1, o.warmup, o.duration, func(c, n int) (int, string) {
+		return 0, loadkit.PostRoute(client, base, token, map[string]string{"queue": "bills", "step": o.step, "item": fmt.Sprintf("%s-%d-%d", run, c, n)})
+	})
+	r := result{backend: name, Result: lr}
+	fmt.Fprintf(os.Stderr, "%s: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", name, lr.Total(), lr.Elapsed.Round(time.Millisecond), float64(lr.Total())/lr.Elapsed.Seconds(), loadkit.Ms(lr.P50), loadkit.Ms(lr.P99), lr.Failed)
 	return r, nil
 }

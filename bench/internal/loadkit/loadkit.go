@@ -1,6 +1,7 @@
 // Package loadkit holds what the load tools under bench/ (routes, replicas)
-// share: posting JSON to a running ladder, naming a throwaway PostgreSQL
-// schema and dropping it, and printing a latency.
+// share: starting `ladder serve` and an agent key on it, a closed-loop load
+// with its latency percentiles, posting JSON to a running ladder, naming a
+// throwaway PostgreSQL schema and dropping it, and printing a latency.
 package loadkit
 
 import (
@@ -12,6 +13,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,4 +73,159 @@ func Post(c *http.Client, method, url, key string, body any) (int, []byte, error
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// Serve starts `ladder serve` from bin with args on addr, its environment
+// extended by env, and waits up to ready for /readyz to answer 200. stop
+// interrupts it and waits for it to exit (killing it after 15 s).
+func Serve(bin, addr string, args, env []string, client *http.Client, ready time.Duration) (base string, stop func(), err error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop = func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}
+	base = "http://" + addr
+	for deadline := time.Now().Add(ready); ; {
+		if st, _, err := Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
+			return base, stop, nil
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("ladder serve exited: %s", logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("ladder serve not ready within %s", ready)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// NewClient returns an HTTP client that keeps one connection per load
+// client alive.
+func NewClient(clients int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients, IdleConnTimeout: time.Minute,
+	}}
+}
+
+// AgentKey creates an agent key of workspace through the admin key and
+// returns its token.
+func AgentKey(client *http.Client, base, admin, workspace, name string) (string, error) {
+	st, body, err := Post(client, "POST", base+"/v1/keys", admin, map[string]string{"workspace": workspace, "kind": "agent", "name": name})
+	if err != nil || st != http.StatusCreated {
+		return "", fmt.Errorf("create agent key: %d %s %v", st, body, err)
+	}
+	var key struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(body, &key); err != nil {
+		return "", err
+	}
+	return key.Token, nil
+}
+
+// Result is what Load measured: calls that succeeded inside the measured
+// window, per group, those that failed, and the latency of the successes.
+type Result struct {
+	OK       []int
+	Failed   int
+	Elapsed  time.Duration
+	P50, P99 time.Duration
+	FirstErr string
+}
+
+// Total is the number of successful calls over every group.
+func (r Result) Total() int {
+	n := 0
+	for _, ok := range r.OK {
+		n += ok
+	}
+	return n
+}
+
+// Load runs clients closed-loop clients, each calling call(client, n) with
+// its running count n until the end, for warmup unmeasured and then
+// duration measured. call returns its group (an index below groups) and
+// whether it succeeded, with a description of a failure. Calls that finish
+// after the window closes are not counted; calls in flight when it opened
+// are (a wash at these durations).
+func Load(clients, groups int, warmup, duration time.Duration, call func(client, n int) (group int, failure string)) Result {
+	var (
+		measuring, stop atomic.Bool
+		failed          atomic.Int64
+		firstErr        atomic.Value
+		mu              sync.Mutex
+		lat             []time.Duration
+		wg              sync.WaitGroup
+	)
+	ok := make([]atomic.Int64, groups)
+	for c := range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for n := 0; !stop.Load(); n++ {
+				t0 := time.Now()
+				g, failure := call(c, n)
+				d := time.Since(t0)
+				if !measuring.Load() {
+					continue
+				}
+				if failure != "" {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, failure)
+					continue
+				}
+				ok[g].Add(1)
+				mine = append(mine, d)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	time.Sleep(warmup)
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(duration)
+	measuring.Store(false)
+	elapsed := time.Since(start)
+	stop.Store(true)
+	wg.Wait()
+	r := Result{OK: make([]int, groups), Failed: int(failed.Load()), Elapsed: elapsed}
+	for g := range ok {
+		r.OK[g] = int(ok[g].Load())
+	}
+	if e, ok := firstErr.Load().(string); ok {
+		r.FirstErr = e
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.P50 = lat[len(lat)*50/100]
+		r.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	return r
+}
+
+// PostRoute posts one route and describes a failure ("" when answered
+// 200).
+func PostRoute(client *http.Client, base, token string, req map[string]string) string {
+	st, body, err := Post(client, "POST", base+"/v1/route", token, req)
+	if err != nil || st != http.StatusOK {
+		return fmt.Sprintf("%d %s %v", st, bytes.TrimSpace(body), err)
+	}
+	return ""
 }
