@@ -233,7 +233,7 @@ func laneChanging(st ladder.Step) error {
 // samples at the new rate.
 func auditRateChanging(st ladder.Step) error {
 	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("The audit rate of %s changed while this was being decided, so nothing was done.", st.Name),
-		Hint: "retry; the step's new audit rate decides"}
+		Hint: "retry; the step's new audit rate decides ({{steps}} shows it)"}
 }
 
 // Review records a person's verdict on a route, updates the week's
