@@ -233,6 +233,11 @@ var (
 	// longer the step's: the lane in force at commit decides, so the caller
 	// decides again from the current state. Nothing was written.
 	ErrLaneChanged = errors.New("the step's lane changed")
+	// ErrAuditRateChanged means a route was decided under an audit rate that
+	// is no longer the step's, its lane epoch unchanged: the rate in force
+	// at commit decides the sampling, so the caller decides again from the
+	// current state. Nothing was written.
+	ErrAuditRateChanged = errors.New("the step's audit rate changed")
 	// ErrUnavailable means the store could not durably write; callers refuse
 	// with AUDIT_UNAVAILABLE and execute nothing.
 	ErrUnavailable = errors.New("store unavailable")

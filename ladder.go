@@ -170,6 +170,13 @@ type Route struct {
 	// is permission only inside that epoch: after any lane change the same
 	// item is decided afresh.
 	LaneEpoch int `json:"lane_epoch"`
+	// StateAuditRate is the step's audit rate the route was decided under,
+	// unrounded (AuditRate is rounded for people, and sampling used this
+	// one). RecordRoute stores the route only while the step's state still
+	// has this rate, as it does for LaneEpoch: the lane and the rate are
+	// the decision's inputs, so a decision made from a stale copy of the
+	// state is never recorded. It is not stored; a route read back has 0.
+	StateAuditRate float64 `json:"-"`
 }
 
 // Review is a person's verdict on the agent's output for one routed item.

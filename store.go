@@ -150,7 +150,10 @@ type LadderStore interface {
 	// route and whether it was created now. The audit entry is appended only
 	// when the route is created. When the step's lane epoch is no longer
 	// r.LaneEpoch (its lane changed since r was decided), it stores nothing
-	// and returns ErrLaneChanged: the caller decides again.
+	// and returns ErrLaneChanged; when the epoch is the same but the step's
+	// audit rate is no longer r.StateAuditRate, it stores nothing and
+	// returns ErrAuditRateChanged (a route of the item stored already in
+	// the epoch is still returned): either way the caller decides again.
 	RecordRoute(ctx context.Context, r Route, audit AuditEntry) (Route, bool, error)
 	// GetRoute returns a route of the workspace by id, or ErrNotFound (also
 	// when the route belongs to another workspace).

@@ -134,7 +134,9 @@ const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, a
 // route. The insert key-share-locks the step's state while the step is
 // still in the route's lane epoch, so a lane change on any replica either
 // commits first (and the route is not stored: ErrLaneChanged) or waits for
-// this one.
+// this one. The same lock holds the step's audit rate to the one the route
+// was decided under (r.StateAuditRate), since every change of the rate
+// locks the state FOR UPDATE (LockState) as a lane change does.
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
 	r = r.Resolved(s.now())
 	var (
@@ -145,6 +147,7 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 	if err != nil {
 		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
 	}
+	got.StateAuditRate = 0 // not stored: the route as stored
 	return got, created, nil
 }
 
@@ -156,10 +159,10 @@ func (w *wtx) recordRoute(r ladder.Route, audit ladder.AuditEntry, got *ladder.R
 	}
 	tag, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
-		WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $2 AND queue = $3 AND step = $4 FOR KEY SHARE), $14) = $14
+		WHERE COALESCE((SELECT lane_epoch = $14 AND audit_rate = $15 FROM step_states WHERE workspace = $2 AND queue = $3 AND step = $4 FOR KEY SHARE), true)
 		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
 		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), r.Audit,
-		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch)
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, normTime(r.At), r.LaneEpoch, r.StateAuditRate)
 	if err != nil {
 		return err
 	}
@@ -173,16 +176,33 @@ func (w *wtx) recordRoute(r ladder.Route, audit ladder.AuditEntry, got *ladder.R
 }
 
 // existingRoute returns the item's route of r's lane epoch, stored before
-// r's insert did nothing, if the step is still in that epoch.
+// r's insert did nothing, if the step is still in that epoch. Without one,
+// the insert was refused because the step's state moved on: its lane epoch
+// (ErrLaneChanged) or, the epoch the same, its audit rate
+// (ErrAuditRateChanged).
 func (w *wtx) existingRoute(r ladder.Route) (ladder.Route, error) {
 	existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
 		WHERE workspace = $1 AND queue = $2 AND step = $3 AND item = $4 AND lane_epoch = $5
 		AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE), $5) = $5`,
 		r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ladder.Route{}, fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+		return ladder.Route{}, w.stateMoved(r)
 	}
 	return existing, err
+}
+
+// stateMoved is the error of a route whose insert was refused with no
+// route of the item in its epoch. Only the refused path reads the state.
+func (w *wtx) stateMoved(r ladder.Route) error {
+	var epoch int
+	err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3`, r.Workspace, r.Queue, r.Step).Scan(&epoch)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if err == nil && epoch == r.LaneEpoch {
+		return fmt.Errorf("route decided at audit rate %v: %w", r.StateAuditRate, ladder.ErrAuditRateChanged)
+	}
+	return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
 }
 
 // pendingRoute is a RecordRoute queued in its batch (queueRoute); got and
@@ -235,6 +255,7 @@ func (w *wtx) insertRoutes() error {
 		features                                                        = make([][]byte, n)
 		ats                                                             = make([]time.Time, n)
 		epochs                                                          = make([]int64, n)
+		stateRates                                                      = make([]float64, n)
 	)
 	for i, p := range pending {
 		r := p.r
@@ -243,17 +264,17 @@ func (w *wtx) insertRoutes() error {
 		if len(r.Features) > 0 {
 			features[i] = r.Features
 		}
-		keys[i], ats[i], epochs[i] = r.KeyID, normTime(r.At), int64(r.LaneEpoch)
+		keys[i], ats[i], epochs[i], stateRates[i] = r.KeyID, normTime(r.At), int64(r.LaneEpoch), r.StateAuditRate
 	}
 	rows, err := w.tx.Query(w.ctx, `INSERT INTO routes (`+routeColumns+`)
 		SELECT v.id, v.workspace, v.queue, v.step, v.item, v.decision, v.lane, v.audit, v.audit_rate, v.reason, v.features, v.key_id, v.at, v.lane_epoch
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::double precision[], $10::text[], $11::bytea[], $12::text[], $13::timestamptz[], $14::integer[])
-			WITH ORDINALITY AS v(id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at, lane_epoch, ord)
-		WHERE COALESCE((SELECT s.lane_epoch FROM step_states s WHERE s.workspace = v.workspace AND s.queue = v.queue AND s.step = v.step FOR KEY SHARE), v.lane_epoch) = v.lane_epoch
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::double precision[], $10::text[], $11::bytea[], $12::text[], $13::timestamptz[], $14::integer[], $15::double precision[])
+			WITH ORDINALITY AS v(id, workspace, queue, step, item, decision, lane, audit, audit_rate, reason, features, key_id, at, lane_epoch, state_rate, ord)
+		WHERE COALESCE((SELECT s.lane_epoch = v.lane_epoch AND s.audit_rate = v.state_rate FROM step_states s WHERE s.workspace = v.workspace AND s.queue = v.queue AND s.step = v.step FOR KEY SHARE), true)
 		ORDER BY v.ord
 		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING
 		RETURNING id`,
-		ids, wss, queues, steps, items, decisions, lanes, audits, rates, reasons, features, keys, ats, epochs)
+		ids, wss, queues, steps, items, decisions, lanes, audits, rates, reasons, features, keys, ats, epochs, stateRates)
 	if err != nil {
 		return fmt.Errorf("insert routes: %w", err)
 	}
@@ -275,7 +296,7 @@ func (w *wtx) insertRoutes() error {
 		}
 		w.audit[p.slot].entries = nil
 		existing, err := w.existingRoute(p.r)
-		if errors.Is(err, ladder.ErrLaneChanged) {
+		if errors.Is(err, ladder.ErrLaneChanged) || errors.Is(err, ladder.ErrAuditRateChanged) {
 			return fmt.Errorf("record route: %w (%w)", errOpFailed, err)
 		}
 		if err != nil {

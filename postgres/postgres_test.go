@@ -189,7 +189,7 @@ var testStep = ladder.StepKey{Workspace: "ws-a", Queue: "bills", Step: "post_tms
 
 func testRoute(id, item string) ladder.Route {
 	return ladder.Route{ID: id, Workspace: testStep.Workspace, Queue: testStep.Queue, Step: testStep.Step, Item: item,
-		Decision: ladder.DecisionHumanOnly, Lane: ladder.LaneShadow, AuditRate: 0.05, Reason: "shadow", KeyID: "k1",
+		Decision: ladder.DecisionHumanOnly, Lane: ladder.LaneShadow, AuditRate: 0.05, StateAuditRate: 0.05, Reason: "shadow", KeyID: "k1",
 		At: time.Date(2026, 8, 24, 9, 0, 0, 0, time.UTC)}
 }
 

@@ -12,9 +12,10 @@ import (
 
 // TestQueuedRoutesOfOneBatch runs one batch of several routes, which
 // queues them into one insert (flushRoutes): a second route of an item
-// gets the first one, a route of a lane epoch the step has left fails
-// alone (the batch runs again op by op), and only created routes are
-// audited, in op order.
+// gets the first one, a route of a lane epoch the step has left, and one
+// decided at an audit rate the step no longer has, each fail alone (the
+// batch runs again op by op), and only created routes are audited, in op
+// order.
 func TestQueuedRoutesOfOneBatch(t *testing.T) {
 	schema := newSchema(t)
 	s := openTest(t, schema)
@@ -34,7 +35,9 @@ func TestQueuedRoutesOfOneBatch(t *testing.T) {
 		route("rt_b", "bill-1", 1), // the same item: gets rt_a
 		route("rt_c", "bill-2", 0), // an epoch the step left
 		route("rt_d", "bill-3", 1),
+		route("rt_e", "bill-4", 1), // decided at another rate (below)
 	}
+	in[4].StateAuditRate = 0.1
 	got := make([]ladder.Route, len(in))
 	created := make([]bool, len(in))
 	var deferred []bool
@@ -55,19 +58,20 @@ func TestQueuedRoutesOfOneBatch(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, false}, deferred); diff != "" {
 		t.Errorf("runs queuing routes (-want +got):\n%s", diff)
 	}
+	wantErrs := []error{nil, nil, ladder.ErrLaneChanged, nil, ladder.ErrAuditRateChanged}
 	for i, err := range errs {
-		if want := i == 2; errors.Is(err, ladder.ErrLaneChanged) != want || (!want && err != nil) {
-			t.Errorf("op %d: err %v, want ErrLaneChanged: %v", i, err, want)
+		if want := wantErrs[i]; (want == nil) != (err == nil) || !errors.Is(err, want) {
+			t.Errorf("op %d: err %v, want %v", i, err, want)
 		}
 	}
 	var ids []string
 	for i := range in {
 		ids = append(ids, got[i].ID)
 	}
-	if diff := cmp.Diff([]string{"rt_a", "rt_a", "", "rt_d"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"rt_a", "rt_a", "", "rt_d", ""}, ids); diff != "" {
 		t.Errorf("routes got (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]bool{true, false, false, true}, created); diff != "" {
+	if diff := cmp.Diff([]bool{true, false, false, true, false}, created); diff != "" {
 		t.Errorf("created (-want +got):\n%s", diff)
 	}
 	recs, err := s.ListAudit(ctx, ladder.AuditQuery{Workspace: testStep.Workspace})

@@ -90,6 +90,9 @@ func (s *Service) Import(ctx context.Context, p ladder.Principal, req ladder.Imp
 	digest := hex.EncodeToString(sum[:])
 	now := ladder.NormTime(s.now())
 	var refused []ladder.ImportRowError
+	// The import moves states this process does not see written: the view
+	// forgets them once it has run (a hint only; routes re-check).
+	defer s.steps.drop(ladder.StepKey{})
 	err = s.store.ImportRecords(ctx, func(stx ladder.ImportTx) error {
 		// A batch run again (after a deadlock) starts from the stored
 		// counts again.

@@ -136,32 +136,49 @@ const laneAttempts = 4
 
 // routeItem decides item at step st from the step's state and records the
 // route. The store records it only while the step is still in the lane
-// epoch the decision was made in, so the lane in force at commit decides;
-// when a lane change lands in between, the item is decided again from the
-// new state.
+// epoch and at the audit rate the decision was made with, so the state in
+// force at commit decides; when a change lands in between, the item is
+// decided again from the new state. The first decision may come from the
+// view of step states (a hint, with no read); a refused one, and every one
+// after it, reads the state from the store.
 func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage) (rt ladder.Route, err error) {
 	ctx, sp := tracing.Start(ctx, s.tracer, tracing.SpanRoute)
 	defer func() { endRoute(sp, p, st, rt, err) }()
 	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
+	useView := true
 	for attempt := 1; ; attempt++ {
-		state, err := s.store.GetStepState(ctx, key)
-		if err != nil {
-			return ladder.Route{}, storeErr("get step state", err)
+		state, viewed, gen := s.steps.get(key)
+		if !useView || !viewed {
+			viewed = false
+			if state, err = s.store.GetStepState(ctx, key); err != nil {
+				return ladder.Route{}, storeErr("get step state", err)
+			}
+			s.steps.fill(state, gen)
 		}
 		r := s.Decide(p.Workspace, st, state, item)
 		r.ID = ladder.NewID("rt")
 		r.KeyID = p.KeyID
 		r.At = ladder.NormTime(s.now())
 		r.Features = features
-		r.LaneEpoch = state.LaneEpoch
+		r.LaneEpoch, r.StateAuditRate = state.LaneEpoch, state.AuditRate
 		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, routeAudit(r))
 		if err != nil {
 			return ladder.Route{}, err
 		}
 		got, _, err := s.store.RecordRoute(ctx, r, entry)
-		if errors.Is(err, ladder.ErrLaneChanged) {
+		if rateChanged := errors.Is(err, ladder.ErrAuditRateChanged); rateChanged || errors.Is(err, ladder.ErrLaneChanged) {
+			s.steps.drop(key)
+			useView = false
+			if viewed {
+				// The view was behind: not a change during this call,
+				// so the attempt does not count.
+				attempt--
+			}
 			if attempt < laneAttempts {
 				continue
+			}
+			if rateChanged {
+				return ladder.Route{}, auditRateChanging(st)
 			}
 			return ladder.Route{}, laneChanging(st)
 		}
@@ -209,6 +226,14 @@ func routeAudit(r ladder.Route) routeAuditData {
 func laneChanging(st ladder.Step) error {
 	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("The lane of %s changed while this was being decided, so nothing was done.", st.Name),
 		Hint: "retry; the step's new lane decides ({{steps}} shows it)"}
+}
+
+// auditRateChanging is the refusal when a step's audit rate kept changing
+// under one decision (its lane did not): nothing was recorded, and a retry
+// samples at the new rate.
+func auditRateChanging(st ladder.Step) error {
+	return &ladder.Error{Code: ladder.CodeConflict, Message: fmt.Sprintf("The audit rate of %s changed while this was being decided, so nothing was done.", st.Name),
+		Hint: "retry; the step's new audit rate decides ({{steps}} shows it)"}
 }
 
 // Review records a person's verdict on a route, updates the week's
@@ -271,6 +296,9 @@ func (s *Service) recordReview(ctx context.Context, st ladder.Step, rv ladder.Re
 	}
 	decide := s.decider(st, oc, rv, actor)
 	state, change, err := s.store.RecordReview(ctx, ladder.ReviewWrite{Review: rv, Week: week, WeekStart: weekStart, Audit: entry, Decide: decide})
+	if err == nil {
+		s.steps.wrote(state)
+	}
 	switch {
 	case errors.Is(err, ladder.ErrConflict):
 		return ladder.ReviewResult{}, &ladder.Error{Code: ladder.CodeAlreadyReviewed, Message: "This route was reviewed already.", Hint: "to overrule the first review, {{adjudicate}}"}
@@ -436,6 +464,9 @@ func (s *Service) Pin(ctx context.Context, p ladder.Principal, queue, step strin
 	}
 	e.Event = ladder.LaneChangedEvent(ch)
 	got, err := s.store.SetLane(ctx, ladder.LaneWrite{Key: key, Change: ch, Pinned: pin, Reason: req.Reason, Audit: []ladder.AuditEntry{e}, IfVersion: state.Version})
+	if err == nil {
+		s.steps.wrote(got)
+	}
 	if errors.Is(err, ladder.ErrConflict) {
 		return ladder.StepState{}, &ladder.Error{Code: ladder.CodeConflict, Message: "The step changed while you were pinning it.", Hint: "reload the step and try again"}
 	}

@@ -116,6 +116,9 @@ type Service struct {
 	calls      *callBook
 	callMargin time.Duration
 	tokens     ladder.TokenVerifier
+	// steps is the view of step states routes are decided from (a hint
+	// RecordRoute re-checks).
+	steps *stepView
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -129,6 +132,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{tracer: tracing.Tracer(opts.TracerProvider), store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
 	s.gates = opts.Gates
+	s.steps = newStepView()
 	s.tokens = opts.Tokens
 	s.checkpoints = opts.Checkpoints
 	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL

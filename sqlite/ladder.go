@@ -138,11 +138,11 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		// route (the common case) costs one statement, not two.
 		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-			WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?
+			WHERE COALESCE((SELECT lane_epoch = ? AND audit_rate = ? FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), 1)
 			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
 			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
 			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
-			r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch)
+			r.LaneEpoch, r.StateAuditRate, r.Workspace, r.Queue, r.Step)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 				AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
 				r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
 			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+				return w.stateMoved(r)
 			}
 			if err != nil {
 				return err
@@ -172,7 +172,24 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 	if err != nil {
 		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
 	}
+	got.StateAuditRate = 0 // not stored: the route as stored
 	return got, created, nil
+}
+
+// stateMoved is the error of a route its insert skipped with no route of
+// the item stored in its epoch: the step's lane epoch moved on
+// (ErrLaneChanged) or, the epoch the same, its audit rate did
+// (ErrAuditRateChanged). Only the refused path reads the state.
+func (w *wtx) stateMoved(r ladder.Route) error {
+	var epoch int
+	err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?`, r.Workspace, r.Queue, r.Step).Scan(&epoch)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if err == nil && epoch == r.LaneEpoch {
+		return fmt.Errorf("route decided at audit rate %v: %w", r.StateAuditRate, ladder.ErrAuditRateChanged)
+	}
+	return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
 }
 
 func (w *wtx) insertRoute(r ladder.Route, onConflict string) error {

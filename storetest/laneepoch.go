@@ -19,6 +19,7 @@ var laneEpochTests = []struct {
 	fn   func(t *testing.T, s ladder.Store)
 }{
 	{"RouteLaneEpoch", testRouteLaneEpoch},
+	{"RouteAuditRate", testRouteAuditRate},
 	{"CallLaneGuard", testCallLaneGuard},
 	{"CallLaneGuardRacesAPin", testCallLaneGuardRace},
 	{"ByIdempotencyKey", testByIdempotencyKey},
@@ -85,6 +86,60 @@ func testRouteLaneEpoch(t *testing.T, s ladder.Store) {
 	_, _, err = s.RecordRoute(ctx, fresh2, routeAudit(t, fresh2))
 	wantErr(t, "a route of epoch 1 after the unpin", err, ladder.ErrLaneChanged)
 	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 2, ladder.AuditPin: 1, ladder.AuditUnpin: 1})
+}
+
+// testRouteAuditRate: a route commits only at the audit rate it was
+// decided with (the step's, exactly), as it commits only in its lane epoch:
+// a decision made from a stale copy of the state is refused, and told
+// apart from a lane change.
+func testRouteAuditRate(t *testing.T, s ladder.Store) {
+	ctx := t.Context()
+	check(t, s.EnsureSteps(ctx, []ladder.StepState{stateOf(stepKey, ladder.LaneAuto)}))
+	auto := func(id, item string, rate float64) ladder.Route {
+		r := newRoute(id, wsA, item, t0)
+		r.Decision, r.Lane, r.StateAuditRate = ladder.DecisionActAlone, ladder.LaneAuto, rate
+		return r
+	}
+	first := mustRoute(t, s, auto("rt_r0", "stock-1", 0.05))
+
+	// An audit failure doubles the rate; the lane (and its epoch) stays.
+	double := func(st ladder.StepState, _ []ladder.WeekAgg) (ladder.StepState, *ladder.LaneChange, []ladder.AuditEntry, error) {
+		st.AuditRate *= 2
+		return st, nil, nil, nil
+	}
+	st, change, err := s.RecordReview(ctx, review(t, "rv_r0", first, t0.Add(time.Minute), ladder.ReviewAudit, ladder.VerdictDisagree, double))
+	check(t, err)
+	if change != nil || st.LaneEpoch != 0 || st.AuditRate != 0.1 {
+		t.Fatalf("after the audit failure: change %v, lane epoch %d, rate %v; want none, 0, 0.1", change, st.LaneEpoch, st.AuditRate)
+	}
+
+	// Decided at the old rate: refused, as a rate change, not a lane one.
+	_, _, err = s.RecordRoute(ctx, auto("rt_r1", "stock-2", 0.05), routeAudit(t, auto("rt_r1", "stock-2", 0.05)))
+	wantErr(t, "a new item decided at the old rate", err, ladder.ErrAuditRateChanged)
+	if errors.Is(err, ladder.ErrLaneChanged) {
+		t.Errorf("a rate change reads as a lane change: %v", err)
+	}
+	// Exactly the rate: one that rounds to it is another rate.
+	near := auto("rt_r2", "stock-2", 0.1+1e-9)
+	_, _, err = s.RecordRoute(ctx, near, routeAudit(t, near))
+	wantErr(t, "a new item decided at a rate near the step's", err, ladder.ErrAuditRateChanged)
+	// The item routed in this epoch keeps its route, whatever rate the
+	// repeat was decided at (a repeat returns the first route while the
+	// lane is unchanged).
+	again := auto("rt_r0_again", "stock-1", 0.05)
+	if got, created := must2(s.RecordRoute(ctx, again, routeAudit(t, again))); created || got.ID != first.ID {
+		t.Errorf("repeat at the old rate: got %s (created %v), want the first route %s", got.ID, created, first.ID)
+	}
+	// Decided at the new rate: stored.
+	fresh := auto("rt_r3", "stock-2", 0.1)
+	if got, created := must2(s.RecordRoute(ctx, fresh, routeAudit(t, fresh))); !created || got.ID != fresh.ID {
+		t.Errorf("at the new rate: got %s (created %v), want a new route", got.ID, created)
+	}
+	// A lane change with a stale rate is a lane change.
+	pin(t, s, ladder.LanePropose, t0.Add(2*time.Minute))
+	_, _, err = s.RecordRoute(ctx, auto("rt_r4", "stock-3", 0.05), routeAudit(t, auto("rt_r4", "stock-3", 0.05)))
+	wantErr(t, "a stale lane and rate", err, ladder.ErrLaneChanged)
+	wantAuditKinds(t, s, map[string]int{ladder.AuditRoute: 2, ladder.AuditReview: 1, ladder.AuditPin: 1})
 }
 
 func testCallLaneGuard(t *testing.T, s ladder.Store) {

@@ -38,6 +38,7 @@ type options struct {
 	warmup   time.Duration
 	step     string
 	backends string
+	addr     string
 }
 
 func main() {
@@ -49,6 +50,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the measured time")
 	flag.StringVar(&o.step, "step", "post_tms", "step of the demo config's bills queue to route")
 	flag.StringVar(&o.backends, "backends", "sqlite,postgres", "backends to measure, in order")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "address ladder serve listens on (port 0: any free one)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "routes:", err)
@@ -117,7 +119,7 @@ func run(o options) error {
 // measure starts `ladder serve` on db, creates an agent key, loads it and
 // stops it.
 func measure(o options, cfg, name, db string, env []string) (result, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return result{}, err
 	}

@@ -75,8 +75,9 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 		Retention: st.cfg.Server.WebhookRetention})
 	if pg, ok := st.store.(*postgres.Store); ok {
 		// Hear of changes committed by any replica at once: the
-		// dispatcher of events to deliver, and the agents waiting on an
-		// approval of its decision.
+		// dispatcher of events to deliver, the agents waiting on an
+		// approval of its decision, and the view of step states routes
+		// are decided from (a hint the commit re-checks).
 		go func() {
 			for ev := range pg.Subscribe(ctx) {
 				switch ev.Kind {
@@ -87,9 +88,12 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 					}
 				case postgres.EventApproval:
 					st.svc.ApprovalChanged(ev.ApprovalID)
+				case postgres.EventStep:
+					st.svc.StepChanged(ladder.StepKey{Workspace: ev.Workspace, Queue: ev.Queue, Step: ev.Step})
 				case postgres.EventResync:
 					d.Kick()
 					st.svc.ApprovalChanged("")
+					st.svc.StepChanged(ladder.StepKey{})
 				}
 			}
 		}()
