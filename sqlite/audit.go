@@ -35,7 +35,9 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 // them: another process may have appended since this one last did, and
 // BEGIN IMMEDIATE holds the write lock, so they cannot move before the
 // commit. Within the transaction wtx keeps them (runBatch forgets them
-// when an op's savepoint is rolled back).
+// when an op's savepoint is rolled back), and the moved heads are written
+// to audit_ws_head when the transaction flushes (wtx.flush), before its
+// commit.
 //
 // Each entry is stored as it is hashed: its time in UTC at microseconds (the
 // caller's clock is used when it is zero) and its data as canonical JSON,
@@ -80,16 +82,15 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 			rec.PrevHash, rec.Hash, queue, step, h.size); err != nil {
 			return nil, fmt.Errorf("insert audit: %w", err)
 		}
-		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) VALUES (?, ?, ?)
-			ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, hash = excluded.hash`, rec.Workspace, h.size+1, rec.Hash); err != nil {
-			return nil, fmt.Errorf("audit head of %s: %w", rec.Workspace, err)
-		}
 		if e.Event != nil {
 			if err := w.insertEvent(e.Event); err != nil {
 				return nil, err
 			}
 		}
 		w.head.seq = rec.Seq
+		if !ok || !w.movedIn(e.Workspace) {
+			w.moved = append(w.moved, e.Workspace)
+		}
 		w.heads[e.Workspace] = wsHead{size: h.size + 1, hash: rec.Hash}
 		recs = append(recs, rec)
 	}
@@ -187,4 +188,14 @@ func scanAudit(r scanner) (ladder.AuditRecord, error) {
 	}
 	rec.Data = data
 	return rec, nil
+}
+
+// movedIn reports whether ws's head has moved since the last flush.
+func (w *wtx) movedIn(ws string) bool {
+	for _, m := range w.moved {
+		if m == ws {
+			return true
+		}
+	}
+	return false
 }

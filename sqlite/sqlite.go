@@ -401,9 +401,34 @@ type wtx struct {
 	stmts map[string]*sql.Stmt
 	// head is the audit log's last seq as of this transaction's last
 	// append, and heads each workspace's chain head (audit_ws_head) as
-	// this transaction moved it.
+	// this transaction moved it. moved lists the workspaces whose head
+	// moved since the last flush, in the order they first moved: their
+	// rows in audit_ws_head are written by flush, once per batch (or per
+	// op, in a batch run op by op), not once per record. Nothing in a
+	// write transaction reads audit_ws_head except through heads.
 	head  auditHead
 	heads map[string]wsHead
+	moved []string
+}
+
+// flush writes what the transaction deferred: the chain heads that moved.
+// It runs before the commit, and at the end of each op in a savepoint.
+func (w *wtx) flush() error {
+	for _, ws := range w.moved {
+		h := w.heads[ws]
+		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) VALUES (?, ?, ?)
+			ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, hash = excluded.hash`, ws, h.size, h.hash); err != nil {
+			return fmt.Errorf("audit head of %s: %w", ws, err)
+		}
+	}
+	w.moved = w.moved[:0]
+	return nil
+}
+
+// forgetHeads drops the heads kept in the transaction, after its last op
+// was rolled back to its savepoint: the next append reads them afresh.
+func (w *wtx) forgetHeads() {
+	w.head.known, w.heads, w.moved = false, nil, w.moved[:0]
 }
 
 // auditHead is the log's last record's seq.
@@ -471,33 +496,81 @@ func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
 	return st.QueryContext(w.ctx, args...)
 }
 
-// runBatch is the group-commit run function: one BEGIN IMMEDIATE, each op
-// in a savepoint, one COMMIT.
+// runBatch is the group-commit run function: one BEGIN IMMEDIATE, the ops
+// one after another, one COMMIT.
+//
+// A batch of several ops first runs optimistically, without savepoints:
+// nearly every op succeeds, and a savepoint per op costs two statements
+// and a copy of every page the op touches (SQLite's sub-journal). When an
+// op fails, or the batch's deferred writes do (flush), the transaction is
+// rolled back and the batch runs again with each op in its own savepoint,
+// so the failing op is undone alone. Ops are closures that set, never
+// accumulate, their results, so running one again is safe (the PostgreSQL
+// store runs them again the same way).
 func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+	if len(ops) > 1 {
+		errs, err := s.tryBatch(ctx, ops, false)
+		if !errors.Is(err, errOpFailed) {
+			return errs
+		}
+	}
+	errs, _ := s.tryBatch(ctx, ops, true)
+	return errs
+}
+
+// errOpFailed ends an optimistic run of a batch in which an op failed.
+var errOpFailed = errors.New("an op of the batch failed")
+
+// tryBatch runs the batch in one transaction: with safe, a lone op as it
+// is and several each in a savepoint; without, all of them as they are,
+// failing with errOpFailed (nothing committed) when one of them fails. Any
+// other error has failed the whole batch and is in every op's result.
+func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe bool) ([]error, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		s.log.Error("begin write batch", "ops", len(ops), "err", err)
-		return groupcommit.Fail(len(ops), fmt.Errorf("begin: %w", err))
+		return groupcommit.Fail(len(ops), fmt.Errorf("begin: %w", err)), err
 	}
 	w := &wtx{ctx: ctx, tx: tx, s: s}
 	var errs []error
-	if len(ops) == 1 {
+	switch {
+	case !safe:
+		for _, op := range ops {
+			if err := op(w); err != nil {
+				_ = tx.Rollback()
+				return nil, errOpFailed
+			}
+		}
+		if err := w.flush(); err != nil {
+			_ = tx.Rollback()
+			return nil, errOpFailed
+		}
+		errs = make([]error, len(ops))
+	case len(ops) == 1:
 		// Alone in the batch, an op needs no savepoint: if it fails, the
 		// whole transaction rolls back.
-		if err := ops[0](w); err != nil {
+		err := ops[0](w)
+		if err == nil {
+			err = w.flush()
+		}
+		if err != nil {
 			_ = tx.Rollback()
-			return []error{err}
+			return []error{err}, nil
 		}
 		errs = []error{nil}
-	} else {
-		// An op rolled back to its savepoint may have appended to the
-		// chains: forget the heads, and the next append reads them afresh.
+	default:
+		// Each op's deferred writes are made inside its savepoint. An op
+		// rolled back to its savepoint may have appended to the chains:
+		// forget the heads, and the next append reads them afresh.
 		guarded := make([]groupcommit.Op[*wtx], len(ops))
 		for i, op := range ops {
 			guarded[i] = func(w *wtx) error {
 				err := op(w)
+				if err == nil {
+					err = w.flush()
+				}
 				if err != nil {
-					w.head.known, w.heads = false, nil
+					w.forgetHeads()
 				}
 				return err
 			}
@@ -510,7 +583,7 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		if fatal != nil {
 			_ = tx.Rollback()
 			s.log.Error("write batch failed", "ops", len(ops), "err", fatal)
-			return groupcommit.Fail(len(ops), fatal)
+			return groupcommit.Fail(len(ops), fatal), fatal
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -519,9 +592,9 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		// next BEGIN would fail forever; end it, ignoring "no transaction".
 		_, _ = s.writer.ExecContext(ctx, "ROLLBACK")
 		s.log.Error("commit write batch", "ops", len(ops), "err", err)
-		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err))
+		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err)), err
 	}
-	return errs
+	return errs, nil
 }
 
 // write runs op in a group-commit batch and returns once it is durable.
