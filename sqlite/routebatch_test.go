@@ -273,3 +273,37 @@ func TestBatchWritesHeadsOncePerWorkspace(t *testing.T) {
 		t.Fatalf("VerifyAudit = %d, %v; want 8 records", n, err)
 	}
 }
+
+// TestWriterKeepsStatements: the statements of a committed batch are kept
+// on the writer's connection, so the next batch prepares none of them
+// again and still writes what it should.
+func TestWriterKeepsStatements(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	defer s.Close()
+	var fresh []int
+	for i := range 3 {
+		e, err := ladder.NewAuditEntry("ws-a", "system", ladder.AuditCall, fmt.Sprint(i), t0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.batch.Do(ctx, func(w *wtx) error {
+			if _, err := w.appendAudit(e); err != nil {
+				return err
+			}
+			if err := w.flush(); err != nil {
+				return err
+			}
+			fresh = append(fresh, len(w.fresh))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fresh[0] == 0 || fresh[1] != 0 || fresh[2] != 0 {
+		t.Errorf("statements prepared afresh per batch = %v, want some, then none", fresh)
+	}
+	if n, err := ladder.VerifyAudit(ctx, s); err != nil || n != 3 {
+		t.Fatalf("VerifyAudit = %d, %v; want 3 records", n, err)
+	}
+}

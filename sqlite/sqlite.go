@@ -72,6 +72,10 @@ type Store struct {
 	batch   *groupcommit.Batcher[*wtx]
 	closed  atomic.Bool
 	stmts   stmtCache
+	// wstmts are the write statements prepared on the writer's one
+	// connection, kept across transactions (see wtx.prepare). Only the
+	// group-commit goroutine uses it, and Close once that has stopped.
+	wstmts map[string]*sql.Stmt
 	// ckpt is the connection that checkpoints the WAL in the background,
 	// so no commit waits for a checkpoint (see checkpointLoop).
 	ckpt     *sql.DB
@@ -379,6 +383,9 @@ func (s *Store) Close() error {
 	close(s.stopCkpt)
 	<-s.ckptDone
 	s.stmts.close()
+	for _, st := range s.wstmts {
+		st.Close()
+	}
 	// Copy the WAL in before closing, so the file on disk is whole by itself.
 	cerr := s.checkpoint(context.Background(), "TRUNCATE")
 	werr := s.writer.Close()
@@ -399,6 +406,9 @@ type wtx struct {
 	// a batch (and the rows of an import) run the same few statements many
 	// times, and preparing is a good part of a small statement's cost.
 	stmts map[string]*sql.Stmt
+	// fresh are the queries this transaction prepared that are not in
+	// the store's wstmts yet, to be kept there after the commit.
+	fresh []string
 	// head is the audit log's last seq as of this transaction's last
 	// append, and heads each workspace's chain head (audit_ws_head) as
 	// this transaction moved it. moved lists the workspaces whose head
@@ -443,19 +453,57 @@ type wsHead struct {
 	hash string
 }
 
+// maxWriterStmts caps the statements kept on the writer's connection;
+// the write statements are a few dozen fixed strings, so the cap is only
+// a guard.
+const maxWriterStmts = 128
+
+// prepare returns query's statement in the transaction. A statement kept
+// on the writer's connection (wstmts) is bound to the transaction without
+// being parsed again (database/sql finds the connection's own prepared
+// statement); parsing and planning the few statements of a batch again
+// for every batch was a sixth of the writer's time.
 func (w *wtx) prepare(query string) (*sql.Stmt, error) {
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := w.tx.PrepareContext(w.ctx, query)
-	if err != nil {
-		return nil, err
+	var (
+		st  *sql.Stmt
+		err error
+	)
+	if kept, ok := w.s.wstmts[query]; ok {
+		st = w.tx.StmtContext(w.ctx, kept)
+	} else {
+		st, err = w.tx.PrepareContext(w.ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		w.fresh = append(w.fresh, query)
 	}
 	if w.stmts == nil {
 		w.stmts = map[string]*sql.Stmt{}
 	}
 	w.stmts[query] = st
 	return st, nil
+}
+
+// keepStmts prepares the queries the committed transaction w prepared
+// afresh on the writer's connection, now free again, for the batches
+// after it. A query that fails to prepare is simply not kept.
+func (s *Store) keepStmts(w *wtx) {
+	for _, q := range w.fresh {
+		if len(s.wstmts) >= maxWriterStmts {
+			return
+		}
+		st, err := s.writer.PrepareContext(w.ctx, q)
+		if err != nil {
+			continue
+		}
+		if s.wstmts == nil {
+			s.wstmts = map[string]*sql.Stmt{}
+		}
+		s.wstmts[q] = st
+	}
 }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
@@ -593,6 +641,9 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 		_, _ = s.writer.ExecContext(ctx, "ROLLBACK")
 		s.log.Error("commit write batch", "ops", len(ops), "err", err)
 		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err)), err
+	}
+	if len(w.fresh) > 0 {
+		s.keepStmts(w)
 	}
 	return errs, nil
 }
