@@ -6,11 +6,12 @@
 // when the method that made it returns. Reads use a small pool of read-only
 // connections; every write goes through one writer connection owned by a
 // group-commit goroutine (internal/groupcommit), which runs the writes of
-// concurrent callers in one BEGIN IMMEDIATE transaction, each in its own
-// savepoint, and answers them after the one commit. Audit entries are
-// appended in the transaction of the write they describe, after reading the
-// chain's last hash from the table itself, so a second process (the CLI)
-// appending to the same file keeps the chain whole.
+// concurrent callers in one BEGIN IMMEDIATE transaction (each in its own
+// savepoint only when one of them fails, see runBatch), and answers them
+// after the one commit. Audit entries are appended in the transaction of
+// the write they describe, after reading the chain's last hash from the
+// table itself, so a second process (the CLI) appending to the same file
+// keeps the chain whole.
 //
 // The schema is embedded SQL under migrations/, applied at Open and
 // recorded in schema_migrations.
