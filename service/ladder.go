@@ -71,17 +71,32 @@ func (s *Service) sampled(workspace, queue, step, item string, rate float64) boo
 	if rate >= 1 {
 		return true
 	}
-	m := s.macs.Get().(hash.Hash)
+	m := s.macs.Get().(*sampler)
 	defer s.macs.Put(m)
-	m.Reset()
-	var buf [sha256.Size]byte
-	for _, part := range [...]string{workspace, queue, step, item} {
-		m.Write([]byte(part))
-		m.Write([]byte{0})
-	}
-	sum := m.Sum(buf[:0])
+	sum := m.sum(workspace, queue, step, item)
 	u := float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53)
 	return u < rate
+}
+
+// sampler is a pooled HMAC-SHA256 keyed with the audit secret, with the
+// buffers one sample needs, so a sample allocates nothing: the parts go
+// into buf and through one Write, which hashes the same bytes as a Write
+// per part would.
+type sampler struct {
+	mac hash.Hash
+	buf []byte
+	out [sha256.Size]byte
+}
+
+// sum returns the HMAC of each part followed by a zero byte.
+func (m *sampler) sum(parts ...string) []byte {
+	m.mac.Reset()
+	m.buf = m.buf[:0]
+	for _, p := range parts {
+		m.buf = append(append(m.buf, p...), 0)
+	}
+	m.mac.Write(m.buf)
+	return m.mac.Sum(m.out[:0])
 }
 
 // Decide computes a route without I/O from a step's state: the decision

@@ -103,7 +103,7 @@ type Service struct {
 	runner        Runner
 	approvalTTL   time.Duration
 	schemas       schemaCache
-	macs          sync.Pool // HMAC-SHA256 keyed with auditSecret, reused per sample
+	macs          sync.Pool // *sampler: HMAC-SHA256 keyed with auditSecret, reused per sample
 	limits        limiters
 	maxPending    int
 	maxShadow     int
@@ -151,7 +151,7 @@ func New(opts Options) (*Service, error) {
 	if s.maxShadow == 0 {
 		s.maxShadow = DefaultMaxShadowPerStep
 	}
-	s.macs.New = func() any { return hmac.New(sha256.New, s.auditSecret) }
+	s.macs.New = func() any { return &sampler{mac: hmac.New(sha256.New, s.auditSecret)} }
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -15,10 +15,14 @@ const auditColumns = "seq, workspace, actor, kind, subject, at, data, prev_hash,
 // AppendAudit appends entries in order, sealing each into the chain, and
 // returns the stored records.
 func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+	ready, err := s.readyAudit(entries)
+	if err != nil {
+		return nil, fmt.Errorf("append audit: %w", err)
+	}
 	var recs []ladder.AuditRecord
-	err := s.write(ctx, func(w *wtx) error {
+	err = s.write(ctx, func(w *wtx) error {
 		var err error
-		recs, err = w.appendAudit(entries...)
+		recs, err = w.appendReady(ready)
 		return err
 	})
 	if err != nil {
@@ -27,7 +31,49 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 	return recs, nil
 }
 
-// appendAudit seals and inserts entries inside the batch's transaction.
+// readyEntry is an audit entry made ready to be sealed: its time set (the
+// store's clock when it was zero) and in UTC at microseconds, its data
+// canonical JSON, and the queue and step its data names. Callers make
+// entries ready before their write (readyAudit), so that the one writer
+// goroutine, which every write waits for, only seals and inserts them.
+type readyEntry struct {
+	ladder.AuditEntry
+	queue, step string
+}
+
+// readyAudit makes entries ready to be sealed.
+func (s *Store) readyAudit(entries []ladder.AuditEntry) ([]readyEntry, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	out := make([]readyEntry, len(entries))
+	for i, e := range entries {
+		if e.At.IsZero() {
+			e.At = s.now()
+		}
+		e.At = normTime(e.At)
+		data, err := ladder.CanonicalJSON(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("audit %s data: %w", e.Kind, err)
+		}
+		e.Data = data
+		out[i] = readyEntry{AuditEntry: e}
+		out[i].queue, out[i].step = ladder.AuditStepOf(data)
+	}
+	return out, nil
+}
+
+// appendAudit seals and inserts entries inside the batch's transaction;
+// see appendReady.
+func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+	ready, err := w.s.readyAudit(entries)
+	if err != nil {
+		return nil, err
+	}
+	return w.appendReady(ready)
+}
+
+// appendReady seals and inserts entries inside the batch's transaction.
 // Each workspace's chain has its own head (audit_ws_head): a record's
 // prev_hash is the hash of its workspace's previous record and its ws_idx
 // its position in the workspace's log (its leaf index). The heads and the
@@ -35,12 +81,14 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...ladder.AuditEntry) (
 // them: another process may have appended since this one last did, and
 // BEGIN IMMEDIATE holds the write lock, so they cannot move before the
 // commit. Within the transaction wtx keeps them (runBatch forgets them
-// when an op's savepoint is rolled back).
+// when an op's savepoint is rolled back), and the moved heads are written
+// to audit_ws_head when the transaction flushes (wtx.flush), before its
+// commit.
 //
-// Each entry is stored as it is hashed: its time in UTC at microseconds (the
-// caller's clock is used when it is zero) and its data as canonical JSON,
-// so re-hashing a stored record reproduces its hash.
-func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, error) {
+// Each entry is stored as it is hashed (readyEntry): its time in UTC at
+// microseconds and its data as canonical JSON, so re-hashing a stored
+// record reproduces its hash.
+func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -56,15 +104,6 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 	}
 	recs := make([]ladder.AuditRecord, 0, len(entries))
 	for _, e := range entries {
-		if e.At.IsZero() {
-			e.At = w.s.now()
-		}
-		e.At = normTime(e.At)
-		data, err := ladder.CanonicalJSON(e.Data)
-		if err != nil {
-			return nil, fmt.Errorf("audit %s data: %w", e.Kind, err)
-		}
-		e.Data = data
 		h, ok := w.heads[e.Workspace]
 		if !ok {
 			err := w.queryRow(`SELECT size, hash FROM audit_ws_head WHERE workspace = ?`, e.Workspace).Scan(&h.size, &h.hash)
@@ -72,17 +111,12 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 				return nil, fmt.Errorf("audit head of %s: %w", e.Workspace, err)
 			}
 		}
-		rec := ladder.AuditRecord{Seq: w.head.seq + 1, AuditEntry: e}
+		rec := ladder.AuditRecord{Seq: w.head.seq + 1, AuditEntry: e.AuditEntry}
 		rec.Seal(h.hash)
-		queue, step := ladder.AuditStepOf(rec.Data)
 		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
-			rec.PrevHash, rec.Hash, queue, step, h.size); err != nil {
+			rec.PrevHash, rec.Hash, e.queue, e.step, h.size); err != nil {
 			return nil, fmt.Errorf("insert audit: %w", err)
-		}
-		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) VALUES (?, ?, ?)
-			ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, hash = excluded.hash`, rec.Workspace, h.size+1, rec.Hash); err != nil {
-			return nil, fmt.Errorf("audit head of %s: %w", rec.Workspace, err)
 		}
 		if e.Event != nil {
 			if err := w.insertEvent(e.Event); err != nil {
@@ -90,6 +124,9 @@ func (w *wtx) appendAudit(entries ...ladder.AuditEntry) ([]ladder.AuditRecord, e
 			}
 		}
 		w.head.seq = rec.Seq
+		if !ok || !w.movedIn(e.Workspace) {
+			w.moved = append(w.moved, e.Workspace)
+		}
 		w.heads[e.Workspace] = wsHead{size: h.size + 1, hash: rec.Hash}
 		recs = append(recs, rec)
 	}
@@ -187,4 +224,14 @@ func scanAudit(r scanner) (ladder.AuditRecord, error) {
 	}
 	rec.Data = data
 	return rec, nil
+}
+
+// movedIn reports whether ws's head has moved since the last flush.
+func (w *wtx) movedIn(ws string) bool {
+	for _, m := range w.moved {
+		if m == ws {
+			return true
+		}
+	}
+	return false
 }

@@ -128,52 +128,59 @@ const routeColumns = "id, workspace, queue, step, item, decision, lane, audit, a
 // (ErrLaneChanged).
 func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.AuditEntry) (ladder.Route, bool, error) {
 	r = r.Resolved(s.now())
+	ready, err := s.readyAudit([]ladder.AuditEntry{audit})
+	if err != nil {
+		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
+	}
 	var (
 		got     ladder.Route
 		created bool
 	)
-	err := s.write(ctx, func(w *wtx) error {
-		// Insert first, and only while the step is still in the route's
-		// lane epoch; look further only when nothing was inserted: a fresh
-		// route (the common case) costs one statement, not two.
-		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-			WHERE COALESCE((SELECT lane_epoch = ? AND audit_rate = ? FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), 1)
-			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
-			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
-			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
-			r.LaneEpoch, r.StateAuditRate, r.Workspace, r.Queue, r.Step)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			// The item's route of this epoch, if the step is still in it.
-			existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-				WHERE workspace = ? AND queue = ? AND step = ? AND item = ? AND lane_epoch = ?
-				AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
-				r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
-			if errors.Is(err, sql.ErrNoRows) {
-				return w.stateMoved(r)
-			}
-			if err != nil {
-				return err
-			}
-			got, created = existing, false
-			return nil
-		}
-		if _, err := w.appendAudit(audit); err != nil {
-			return err
-		}
-		got, created = r, true
-		return nil
-	})
+	err = s.write(ctx, func(w *wtx) error { return w.recordRoute(r, ready, &got, &created) })
 	if err != nil {
 		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
 	}
 	got.StateAuditRate = 0 // not stored: the route as stored
 	return got, created, nil
+}
+
+// recordRoute is RecordRoute's op, with its audit entry made ready.
+func (w *wtx) recordRoute(r ladder.Route, ready []readyEntry, got *ladder.Route, created *bool) error {
+	// Insert first, and only while the step is still in the route's
+	// lane epoch; look further only when nothing was inserted: a fresh
+	// route (the common case) costs one statement, not two.
+	res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE COALESCE((SELECT lane_epoch = ? AND audit_rate = ? FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), 1)
+		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
+		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
+		r.LaneEpoch, r.StateAuditRate, r.Workspace, r.Queue, r.Step)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		// The item's route of this epoch, if the step is still in it.
+		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+			WHERE workspace = ? AND queue = ? AND step = ? AND item = ? AND lane_epoch = ?
+			AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
+			r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
+		if errors.Is(err, sql.ErrNoRows) {
+			return w.stateMoved(r)
+		}
+		if err != nil {
+			return err
+		}
+		*got, *created = existing, false
+		return nil
+	}
+	if _, err := w.appendReady(ready); err != nil {
+		return err
+	}
+	*got, *created = r, true
+	return nil
 }
 
 // stateMoved is the error of a route its insert skipped with no route of

@@ -6,11 +6,12 @@
 // when the method that made it returns. Reads use a small pool of read-only
 // connections; every write goes through one writer connection owned by a
 // group-commit goroutine (internal/groupcommit), which runs the writes of
-// concurrent callers in one BEGIN IMMEDIATE transaction, each in its own
-// savepoint, and answers them after the one commit. Audit entries are
-// appended in the transaction of the write they describe, after reading the
-// chain's last hash from the table itself, so a second process (the CLI)
-// appending to the same file keeps the chain whole.
+// concurrent callers in one BEGIN IMMEDIATE transaction (each in its own
+// savepoint only when one of them fails, see runBatch), and answers them
+// after the one commit. Audit entries are appended in the transaction of
+// the write they describe, after reading the chain's last hash from the
+// table itself, so a second process (the CLI) appending to the same file
+// keeps the chain whole.
 //
 // The schema is embedded SQL under migrations/, applied at Open and
 // recorded in schema_migrations.
@@ -72,6 +73,10 @@ type Store struct {
 	batch   *groupcommit.Batcher[*wtx]
 	closed  atomic.Bool
 	stmts   stmtCache
+	// wstmts are the write statements prepared on the writer's one
+	// connection, kept across transactions (see wtx.prepare). Only the
+	// group-commit goroutine uses it, and Close once that has stopped.
+	wstmts map[string]*sql.Stmt
 	// ckpt is the connection that checkpoints the WAL in the background,
 	// so no commit waits for a checkpoint (see checkpointLoop).
 	ckpt     *sql.DB
@@ -379,6 +384,9 @@ func (s *Store) Close() error {
 	close(s.stopCkpt)
 	<-s.ckptDone
 	s.stmts.close()
+	for _, st := range s.wstmts {
+		st.Close()
+	}
 	// Copy the WAL in before closing, so the file on disk is whole by itself.
 	cerr := s.checkpoint(context.Background(), "TRUNCATE")
 	werr := s.writer.Close()
@@ -399,11 +407,39 @@ type wtx struct {
 	// a batch (and the rows of an import) run the same few statements many
 	// times, and preparing is a good part of a small statement's cost.
 	stmts map[string]*sql.Stmt
+	// fresh are the queries this transaction prepared that are not in
+	// the store's wstmts yet, to be kept there after the commit.
+	fresh []string
 	// head is the audit log's last seq as of this transaction's last
 	// append, and heads each workspace's chain head (audit_ws_head) as
-	// this transaction moved it.
+	// this transaction moved it. moved lists the workspaces whose head
+	// moved since the last flush, in the order they first moved: their
+	// rows in audit_ws_head are written by flush, once per batch (or per
+	// op, in a batch run op by op), not once per record. Nothing in a
+	// write transaction reads audit_ws_head except through heads.
 	head  auditHead
 	heads map[string]wsHead
+	moved []string
+}
+
+// flush writes what the transaction deferred: the chain heads that moved.
+// It runs before the commit, and at the end of each op in a savepoint.
+func (w *wtx) flush() error {
+	for _, ws := range w.moved {
+		h := w.heads[ws]
+		if _, err := w.exec(`INSERT INTO audit_ws_head (workspace, size, hash) VALUES (?, ?, ?)
+			ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, hash = excluded.hash`, ws, h.size, h.hash); err != nil {
+			return fmt.Errorf("audit head of %s: %w", ws, err)
+		}
+	}
+	w.moved = w.moved[:0]
+	return nil
+}
+
+// forgetHeads drops the heads kept in the transaction, after its last op
+// was rolled back to its savepoint: the next append reads them afresh.
+func (w *wtx) forgetHeads() {
+	w.head.known, w.heads, w.moved = false, nil, w.moved[:0]
 }
 
 // auditHead is the log's last record's seq.
@@ -418,19 +454,57 @@ type wsHead struct {
 	hash string
 }
 
+// maxWriterStmts caps the statements kept on the writer's connection;
+// the write statements are a few dozen fixed strings, so the cap is only
+// a guard.
+const maxWriterStmts = 128
+
+// prepare returns query's statement in the transaction. A statement kept
+// on the writer's connection (wstmts) is bound to the transaction without
+// being parsed again (database/sql finds the connection's own prepared
+// statement); parsing and planning the few statements of a batch again
+// for every batch was a sixth of the writer's time.
 func (w *wtx) prepare(query string) (*sql.Stmt, error) {
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := w.tx.PrepareContext(w.ctx, query)
-	if err != nil {
-		return nil, err
+	var (
+		st  *sql.Stmt
+		err error
+	)
+	if kept, ok := w.s.wstmts[query]; ok {
+		st = w.tx.StmtContext(w.ctx, kept)
+	} else {
+		st, err = w.tx.PrepareContext(w.ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		w.fresh = append(w.fresh, query)
 	}
 	if w.stmts == nil {
 		w.stmts = map[string]*sql.Stmt{}
 	}
 	w.stmts[query] = st
 	return st, nil
+}
+
+// keepStmts prepares the queries the committed transaction w prepared
+// afresh on the writer's connection, now free again, for the batches
+// after it. A query that fails to prepare is simply not kept.
+func (s *Store) keepStmts(w *wtx) {
+	for _, q := range w.fresh {
+		if len(s.wstmts) >= maxWriterStmts {
+			return
+		}
+		st, err := s.writer.PrepareContext(w.ctx, q)
+		if err != nil {
+			continue
+		}
+		if s.wstmts == nil {
+			s.wstmts = map[string]*sql.Stmt{}
+		}
+		s.wstmts[q] = st
+	}
 }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
@@ -471,33 +545,81 @@ func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
 	return st.QueryContext(w.ctx, args...)
 }
 
-// runBatch is the group-commit run function: one BEGIN IMMEDIATE, each op
-// in a savepoint, one COMMIT.
+// runBatch is the group-commit run function: one BEGIN IMMEDIATE, the ops
+// one after another, one COMMIT.
+//
+// A batch of several ops first runs optimistically, without savepoints:
+// nearly every op succeeds, and a savepoint per op costs two statements
+// and a copy of every page the op touches (SQLite's sub-journal). When an
+// op fails, or the batch's deferred writes do (flush), the transaction is
+// rolled back and the batch runs again with each op in its own savepoint,
+// so the failing op is undone alone. Ops are closures that set, never
+// accumulate, their results, so running one again is safe (the PostgreSQL
+// store runs them again the same way).
 func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+	if len(ops) > 1 {
+		errs, err := s.tryBatch(ctx, ops, false)
+		if !errors.Is(err, errOpFailed) {
+			return errs
+		}
+	}
+	errs, _ := s.tryBatch(ctx, ops, true)
+	return errs
+}
+
+// errOpFailed ends an optimistic run of a batch in which an op failed.
+var errOpFailed = errors.New("an op of the batch failed")
+
+// tryBatch runs the batch in one transaction: with safe, a lone op as it
+// is and several each in a savepoint; without, all of them as they are,
+// failing with errOpFailed (nothing committed) when one of them fails. Any
+// other error has failed the whole batch and is in every op's result.
+func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe bool) ([]error, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		s.log.Error("begin write batch", "ops", len(ops), "err", err)
-		return groupcommit.Fail(len(ops), fmt.Errorf("begin: %w", err))
+		return groupcommit.Fail(len(ops), fmt.Errorf("begin: %w", err)), err
 	}
 	w := &wtx{ctx: ctx, tx: tx, s: s}
 	var errs []error
-	if len(ops) == 1 {
+	switch {
+	case !safe:
+		for _, op := range ops {
+			if err := op(w); err != nil {
+				_ = tx.Rollback()
+				return nil, errOpFailed
+			}
+		}
+		if err := w.flush(); err != nil {
+			_ = tx.Rollback()
+			return nil, errOpFailed
+		}
+		errs = make([]error, len(ops))
+	case len(ops) == 1:
 		// Alone in the batch, an op needs no savepoint: if it fails, the
 		// whole transaction rolls back.
-		if err := ops[0](w); err != nil {
+		err := ops[0](w)
+		if err == nil {
+			err = w.flush()
+		}
+		if err != nil {
 			_ = tx.Rollback()
-			return []error{err}
+			return []error{err}, nil
 		}
 		errs = []error{nil}
-	} else {
-		// An op rolled back to its savepoint may have appended to the
-		// chains: forget the heads, and the next append reads them afresh.
+	default:
+		// Each op's deferred writes are made inside its savepoint. An op
+		// rolled back to its savepoint may have appended to the chains:
+		// forget the heads, and the next append reads them afresh.
 		guarded := make([]groupcommit.Op[*wtx], len(ops))
 		for i, op := range ops {
 			guarded[i] = func(w *wtx) error {
 				err := op(w)
+				if err == nil {
+					err = w.flush()
+				}
 				if err != nil {
-					w.head.known, w.heads = false, nil
+					w.forgetHeads()
 				}
 				return err
 			}
@@ -510,7 +632,7 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		if fatal != nil {
 			_ = tx.Rollback()
 			s.log.Error("write batch failed", "ops", len(ops), "err", fatal)
-			return groupcommit.Fail(len(ops), fatal)
+			return groupcommit.Fail(len(ops), fatal), fatal
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -519,9 +641,12 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 		// next BEGIN would fail forever; end it, ignoring "no transaction".
 		_, _ = s.writer.ExecContext(ctx, "ROLLBACK")
 		s.log.Error("commit write batch", "ops", len(ops), "err", err)
-		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err))
+		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err)), err
 	}
-	return errs
+	if len(w.fresh) > 0 {
+		s.keepStmts(w)
+	}
+	return errs, nil
 }
 
 // write runs op in a group-commit batch and returns once it is durable.

@@ -93,8 +93,30 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 	if stateless && len(raw) > 2 && raw[len(raw)-1] == '}' {
 		raw = append(raw[:len(raw)-1:len(raw)-1], `,"resultType":"complete"}`...)
 	}
-	msg.Result = raw
-	return Encode(&msg)
+	return frameResult(id, raw)
+}
+
+// frameResult is Encode(&Message[json.RawMessage]{JSONRPC: Version, ID:
+// id, Result: raw}) written out, for the answer of every tools/call: the
+// encoder would walk the struct by reflection and copy raw, which
+// json.Marshal made compact already, through its compactor once more.
+// The id is compacted as the encoder does (json.Compact does not escape
+// HTML, as Encode does not). TestFrameResultMatchesEncode holds the two
+// to the same bytes.
+func frameResult(id, raw json.RawMessage) ([]byte, error) {
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(raw))
+	out = append(out, `{"jsonrpc":"`+Version+`"`...)
+	if len(id) > 0 {
+		b := bytes.NewBuffer(append(out, `,"id":`...))
+		if err := json.Compact(b, id); err != nil {
+			return nil, err
+		}
+		out = b.Bytes()
+	}
+	if len(raw) > 0 {
+		out = append(append(out, `,"result":`...), raw...)
+	}
+	return append(out, '}'), nil
 }
 
 // CallParams are the params of a tools/call request. A client sends the
