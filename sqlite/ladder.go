@@ -132,47 +132,50 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 		got     ladder.Route
 		created bool
 	)
-	err := s.write(ctx, func(w *wtx) error {
-		// Insert first, and only while the step is still in the route's
-		// lane epoch; look further only when nothing was inserted: a fresh
-		// route (the common case) costs one statement, not two.
-		res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-			WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?
-			ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
-			r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
-			r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
-			r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			// The item's route of this epoch, if the step is still in it.
-			existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
-				WHERE workspace = ? AND queue = ? AND step = ? AND item = ? AND lane_epoch = ?
-				AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
-				r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
-			}
-			if err != nil {
-				return err
-			}
-			got, created = existing, false
-			return nil
-		}
-		if _, err := w.appendAudit(audit); err != nil {
-			return err
-		}
-		got, created = r, true
-		return nil
-	})
+	err := s.write(ctx, func(w *wtx) error { return w.recordRoute(r, audit, &got, &created) })
 	if err != nil {
 		return ladder.Route{}, false, fmt.Errorf("record route: %w", err)
 	}
 	return got, created, nil
+}
+
+// recordRoute is RecordRoute's op (and RouteAndBeginCall's first part).
+func (w *wtx) recordRoute(r ladder.Route, audit ladder.AuditEntry, got *ladder.Route, created *bool) error {
+	// Insert first, and only while the step is still in the route's
+	// lane epoch; look further only when nothing was inserted: a fresh
+	// route (the common case) costs one statement, not two.
+	res, err := w.exec(`INSERT INTO routes (`+routeColumns+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?
+		ON CONFLICT (workspace, queue, step, item, lane_epoch) DO NOTHING`,
+		r.ID, r.Workspace, r.Queue, r.Step, r.Item, string(r.Decision), string(r.Lane), boolInt(r.Audit),
+		r.AuditRate, r.Reason, nullBytes(r.Features), r.KeyID, fmtTime(r.At), r.LaneEpoch,
+		r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		// The item's route of this epoch, if the step is still in it.
+		existing, err := scanRoute(w.queryRow(`SELECT `+routeColumns+` FROM routes
+			WHERE workspace = ? AND queue = ? AND step = ? AND item = ? AND lane_epoch = ?
+			AND COALESCE((SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?), ?) = ?`,
+			r.Workspace, r.Queue, r.Step, r.Item, r.LaneEpoch, r.Workspace, r.Queue, r.Step, r.LaneEpoch, r.LaneEpoch))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+		}
+		if err != nil {
+			return err
+		}
+		*got, *created = existing, false
+		return nil
+	}
+	if _, err := w.appendAudit(audit); err != nil {
+		return err
+	}
+	*got, *created = r, true
+	return nil
 }
 
 func (w *wtx) insertRoute(r ladder.Route, onConflict string) error {

@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ladderhq/ladder"
+)
+
+// RouteAndBeginCall records a route and begins the call it decided in one
+// op of the writer's batch: RecordRoute's statements, then BeginCall's
+// (the guard's key-share-locked lane epoch read in the same transaction),
+// so the call waits for one commit. A route that exists already ends the
+// op there; an error in either part rolls back both.
+func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudit ladder.AuditEntry, c ladder.Call, callAudit ladder.AuditEntry) (ladder.RouteCall, error) {
+	r = r.Resolved(s.now())
+	c.StartedAt = normTime(c.StartedAt)
+	var (
+		out  ladder.RouteCall
+		recs []ladder.AuditRecord
+	)
+	err := s.write(ctx, func(w *wtx) error {
+		// A batch run again op by op runs this again from nothing.
+		out, recs = ladder.RouteCall{}, nil
+		if err := w.recordRoute(r, routeAudit, &out.Route, &out.RouteCreated); err != nil {
+			return err
+		}
+		// In an optimistic run the route is only queued: insert it now,
+		// since whether it was created decides the rest of the op.
+		if err := w.flushRoutes(); err != nil {
+			return err
+		}
+		if !out.RouteCreated {
+			return nil
+		}
+		return w.beginCall(c, callAudit, &out.Call, &out.CallCreated, &recs)
+	})
+	if err != nil {
+		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
+	}
+	if out.CallCreated && len(recs) > 0 {
+		out.Call.AuditSeq = recs[0].Seq
+	}
+	return out, nil
+}
