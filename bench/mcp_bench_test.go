@@ -45,9 +45,17 @@ func callBody(tool string, n int64) string {
 		return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
 			`","arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1","payload":{}}}}`
 	}
+	if tool == postBillTool {
+		return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
+			`","arguments":{"bill_id":"BENCH-` + s + `","amount_usd":10}}}`
+	}
 	return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
 		`","arguments":{"step":"post_tms","item":"BENCH-` + s + `"}}}`
 }
+
+// postBillTool is the demo capability tied to the post_tms step (in auto
+// on a fresh database), proxied to the demo's stand-in TMS over HTTP.
+const postBillTool = "tms:postBill"
 
 // ledgerTool is the demo capability proxied to the stand-in ledger's MCP
 // server.
@@ -74,6 +82,9 @@ func benchHandler(b *testing.B, h http.Handler, tool, auth string) {
 			h.ServeHTTP(rec, req)
 			if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"result":`) || strings.Contains(body, `"isError":true`) {
 				b.Fatalf("HTTP %d: %s", rec.Code, body)
+			}
+			if tool == postBillTool && !strings.Contains(rec.Body.String(), `executed`) {
+				b.Fatalf("the bill was not posted alone: %s", rec.Body.String())
 			}
 		}
 	})
@@ -107,6 +118,16 @@ func BenchmarkLadderCapability(b *testing.B) {
 	pool, _ := testenv.DemoPool(b)
 	h, token := ladderHandler(b, "partner-programs", pool)
 	benchHandler(b, h, ledgerTool, "Bearer "+token)
+}
+
+// BenchmarkLadderCapabilityStep is the whole handler answering
+// tms:postBill for a fresh bill: a step-tied call that runs alone, so it
+// records a route and the call's begun record before the upstream call
+// (the demo's stand-in TMS, plain HTTP), and its result after.
+func BenchmarkLadderCapabilityStep(b *testing.B) {
+	pool, _ := testenv.DemoPool(b)
+	h, token := ladderHandler(b, "vantrow-bills", pool)
+	benchHandler(b, h, postBillTool, "Bearer "+token)
 }
 
 // ladderHandler wires the demo config, a SQLite store in a temporary
