@@ -396,7 +396,9 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		// transaction: one durable write before it runs, not two.
 		var then routeCommit
 		if c.Gate == nil {
-			then = func(ctx context.Context, r ladder.Route, re ladder.AuditEntry) (ladder.Route, error) {
+			// The write is the begun record's span (beside the route's, as
+			// on every call), which holds its group-commit wait.
+			then = func(_ context.Context, r ladder.Route, re ladder.AuditEntry) (ladder.Route, error) {
 				call := s.newCall(p, c, a, payload, this.evidence, r.ID, "", &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: r.Queue, Step: r.Step}, LaneEpoch: r.LaneEpoch})
 				call, ce, err := s.callEntry(p.KeyID, c, call)
 				if err != nil {
