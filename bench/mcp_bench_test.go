@@ -130,6 +130,28 @@ func BenchmarkLadderCapabilityStep(b *testing.B) {
 	benchHandler(b, h, postBillTool, "Bearer "+token)
 }
 
+// BenchmarkLadderCapabilityStepOne is BenchmarkLadderCapabilityStep from
+// one caller at a time: each call's time is then the sum of its own waits
+// (its durable writes, one after another, and the upstream call), not a
+// share of a batch.
+func BenchmarkLadderCapabilityStepOne(b *testing.B) {
+	pool, _ := testenv.DemoPool(b)
+	h, token := ladderHandler(b, "vantrow-bills", pool)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(postBillTool, int64(i))))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `executed`) {
+			b.Fatalf("HTTP %d: %s", rec.Code, body)
+		}
+	}
+}
+
 // ladderHandler wires the demo config, a SQLite store in a temporary
 // folder and the service (with runner executing capability calls) into
 // ladder's handler, as `ladder demo` does (without the 14 weeks of history:
