@@ -169,6 +169,16 @@ type Call struct {
 	RunningFor time.Duration `json:"-"`
 }
 
+// RouteCall is what RouteAndBeginCall stored or found: the route and
+// whether it was created now, and the call and whether it was created now
+// (a call found under its idempotency key is not, and must not run again).
+type RouteCall struct {
+	Route        Route
+	RouteCreated bool
+	Call         Call
+	CallCreated  bool
+}
+
 // LaneGuard is the lane epoch a write was decided in.
 type LaneGuard struct {
 	Key       StepKey
@@ -234,6 +244,17 @@ type CallStore interface {
 	// never begin again. The store stamps the start with its own clock, which
 	// StaleCalls measures from.
 	BeginCall(ctx context.Context, c Call, audit AuditEntry) (Call, bool, error)
+	// RouteAndBeginCall is RecordRoute(r, routeAudit) followed by
+	// BeginCall(c, callAudit) in one transaction, so a call the agent runs
+	// alone waits for one durable write before it executes, not two. c's
+	// guard is checked in the same transaction as the route's lane epoch
+	// (the caller sets it to r's). The call is begun only when the route
+	// is created now (c.RouteID is r.ID): when the item's route of the
+	// epoch exists already, only that route is returned (Call zero,
+	// CallCreated false) and the caller begins the call itself under it.
+	// Each part keeps its own rules and its audit entry, route first; any
+	// error (ErrLaneChanged among them) stores nothing.
+	RouteAndBeginCall(ctx context.Context, r Route, routeAudit AuditEntry, c Call, callAudit AuditEntry) (RouteCall, error)
 	// FinishCall stores a running call's outcome, with its audit entry; a
 	// call that is no longer running is ErrConflict.
 	FinishCall(ctx context.Context, c Call, audit AuditEntry) (Call, error)

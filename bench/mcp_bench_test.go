@@ -45,9 +45,17 @@ func callBody(tool string, n int64) string {
 		return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
 			`","arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1","payload":{}}}}`
 	}
+	if tool == postBillTool {
+		return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
+			`","arguments":{"bill_id":"BENCH-` + s + `","amount_usd":10}}}`
+	}
 	return `{"jsonrpc":"2.0","id":` + s + `,"method":"tools/call","params":{"name":"` + tool +
 		`","arguments":{"step":"post_tms","item":"BENCH-` + s + `"}}}`
 }
+
+// postBillTool is the demo capability tied to the post_tms step (in auto
+// on a fresh database), proxied to the demo's stand-in TMS over HTTP.
+const postBillTool = "tms:postBill"
 
 // ledgerTool is the demo capability proxied to the stand-in ledger's MCP
 // server.
@@ -74,6 +82,9 @@ func benchHandler(b *testing.B, h http.Handler, tool, auth string) {
 			h.ServeHTTP(rec, req)
 			if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"result":`) || strings.Contains(body, `"isError":true`) {
 				b.Fatalf("HTTP %d: %s", rec.Code, body)
+			}
+			if tool == postBillTool && !strings.Contains(rec.Body.String(), `executed`) {
+				b.Fatalf("the bill was not posted alone: %s", rec.Body.String())
 			}
 		}
 	})
@@ -107,6 +118,38 @@ func BenchmarkLadderCapability(b *testing.B) {
 	pool, _ := testenv.DemoPool(b)
 	h, token := ladderHandler(b, "partner-programs", pool)
 	benchHandler(b, h, ledgerTool, "Bearer "+token)
+}
+
+// BenchmarkLadderCapabilityStep is the whole handler answering
+// tms:postBill for a fresh bill: a step-tied call that runs alone, so it
+// records a route and the call's begun record before the upstream call
+// (the demo's stand-in TMS, plain HTTP), and its result after.
+func BenchmarkLadderCapabilityStep(b *testing.B) {
+	pool, _ := testenv.DemoPool(b)
+	h, token := ladderHandler(b, "vantrow-bills", pool)
+	benchHandler(b, h, postBillTool, "Bearer "+token)
+}
+
+// BenchmarkLadderCapabilityStepOne is BenchmarkLadderCapabilityStep from
+// one caller at a time: each call's time is then the sum of its own waits
+// (its durable writes, one after another, and the upstream call), not a
+// share of a batch.
+func BenchmarkLadderCapabilityStepOne(b *testing.B) {
+	pool, _ := testenv.DemoPool(b)
+	h, token := ladderHandler(b, "vantrow-bills", pool)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(postBillTool, int64(i))))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `executed`) {
+			b.Fatalf("HTTP %d: %s", rec.Code, body)
+		}
+	}
 }
 
 // ladderHandler wires the demo config, a SQLite store in a temporary

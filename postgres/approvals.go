@@ -443,44 +443,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		created bool
 		recs    []ladder.AuditRecord
 	)
-	err := s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		// started_at is the database's clock, which StaleCalls measures
-		// from on every replica.
-		tag, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES ($1, $2, $3, $4, $5, clock_timestamp(), $6)
-			ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
-			c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), doc)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			existing, err := scanCall(w.queryRow(`SELECT doc FROM calls WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
-				c.Workspace, c.Capability, c.IdempotencyKey))
-			if err != nil {
-				return err
-			}
-			got, created = existing, false
-			return nil
-		}
-		if g := c.Guard; g != nil {
-			// Key-share-lock the step's state: a lane change on any replica
-			// either committed before this read (the call is refused) or
-			// waits until this call has committed.
-			var epoch int
-			if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
-				g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
-				return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
-			}
-			if epoch != g.LaneEpoch {
-				return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
-			}
-		}
-		got, created = c, true
-		return w.appendAudit(&recs, audit)
-	})
+	err := s.write(ctx, func(w *wtx) error { return w.beginCall(c, audit, &got, &created, &recs) })
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
 	}
@@ -488,6 +451,47 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		got.AuditSeq = recs[0].Seq
 	}
 	return got, created, nil
+}
+
+// beginCall is BeginCall's op (and RouteAndBeginCall's second part); recs
+// receives the call's audit record once the batch has appended it.
+func (w *wtx) beginCall(c ladder.Call, audit ladder.AuditEntry, got *ladder.Call, created *bool, recs *[]ladder.AuditRecord) error {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	// started_at is the database's clock, which StaleCalls measures
+	// from on every replica.
+	tag, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES ($1, $2, $3, $4, $5, clock_timestamp(), $6)
+		ON CONFLICT (workspace, capability, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
+		c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), doc)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		existing, err := scanCall(w.queryRow(`SELECT doc FROM calls WHERE workspace = $1 AND capability = $2 AND dedupe_key = $3`,
+			c.Workspace, c.Capability, c.IdempotencyKey))
+		if err != nil {
+			return err
+		}
+		*got, *created = existing, false
+		return nil
+	}
+	if g := c.Guard; g != nil {
+		// Key-share-lock the step's state: a lane change on any replica
+		// either committed before this read (the call is refused) or
+		// waits until this call has committed.
+		var epoch int
+		if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = $1 AND queue = $2 AND step = $3 FOR KEY SHARE`,
+			g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
+			return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
+		}
+		if epoch != g.LaneEpoch {
+			return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
+		}
+	}
+	*got, *created = c, true
+	return w.appendAudit(recs, audit)
 }
 
 // FinishCall stores a running call's outcome.

@@ -374,7 +374,12 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	// 1. Who may act: a human gate and the step's lane (for the item the
 	// payload names) decide whether this becomes an approval, runs alone,
 	// or is a person's work.
-	var guard *ladder.LaneGuard
+	var (
+		guard     *ladder.LaneGuard
+		begun     bool // the call was begun with its route
+		begunCall ladder.RouteCall
+		begunReq  ladder.Call
+	)
 	proposal := c.HumanGate
 	if c.HumanGate {
 		ap.Kind, ap.Reason = ladder.ApprovalHumanGate, c.ID+" is a human gate: a person approves every call."
@@ -386,7 +391,32 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		// The payload is the agent's output for this item: the route keeps
 		// it, so a sampled audit or a shadow comparison shows a person what
 		// the agent did.
-		rt, err := s.routeItem(ctx, p, st, item, payload)
+		// A call that may run alone (no evidence gate to score between the
+		// route and the call) is recorded with its route in one
+		// transaction: one durable write before it runs, not two.
+		var then routeCommit
+		if c.Gate == nil {
+			// The write is the begun record's span (beside the route's, as
+			// on every call), which holds its group-commit wait.
+			then = func(_ context.Context, r ladder.Route, re ladder.AuditEntry) (ladder.Route, error) {
+				call := s.newCall(p, c, a, payload, this.evidence, r.ID, "", &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: r.Queue, Step: r.Step}, LaneEpoch: r.LaneEpoch})
+				call, ce, err := s.callEntry(p.KeyID, c, call)
+				if err != nil {
+					return ladder.Route{}, err
+				}
+				actx, sp := s.auditSpan(ctx, c, call)
+				rc, err := s.store.RouteAndBeginCall(actx, r, re, call, ce)
+				sp.End(err)
+				if err != nil {
+					return ladder.Route{}, err
+				}
+				if rc.RouteCreated {
+					begun, begunCall, begunReq = true, rc, call
+				}
+				return rc.Route, nil
+			}
+		}
+		rt, err := s.routeItemThen(ctx, p, st, item, payload, then)
 		if err != nil {
 			return ladder.CallResult{}, err
 		}
@@ -394,6 +424,10 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		ap.RouteID, ap.Queue, ap.Step, ap.Item = rt.ID, rt.Queue, rt.Step, rt.Item
 		switch rt.Decision {
 		case ladder.DecisionActAlone:
+			if begun {
+				// Guarded and recorded with the route, in its transaction.
+				return s.begun(ctx, p.KeyID, c, begunReq, begunCall.Call, begunCall.CallCreated, res)
+			}
 			guard = &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: rt.Queue, Step: rt.Step}, LaneEpoch: rt.LaneEpoch}
 		case ladder.DecisionPropose:
 			proposal = true
@@ -439,10 +473,15 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 
 	// 3. Audit first, then execute exactly once. The guard makes the store
 	// refuse the commit if the step's lane changed since the route.
-	call := ladder.Call{ID: ladder.NewID("cl"), Workspace: p.Workspace, Capability: c.ID, KeyID: p.KeyID, IdempotencyKey: a.idempotencyKey,
-		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, EvidenceSHA256: this.evidence,
-		RouteID: res.RouteID, GateDecisionID: res.GateDecisionID, Guard: guard}
+	call := s.newCall(p, c, a, payload, this.evidence, res.RouteID, res.GateDecisionID, guard)
 	return s.execute(ctx, p.KeyID, c, call, res)
+}
+
+// newCall is the running call a decided capability call records.
+func (s *Service) newCall(p ladder.Principal, c ladder.Capability, a capabilityArgs, payload json.RawMessage, evidence, routeID, gateDecisionID string, guard *ladder.LaneGuard) ladder.Call {
+	return ladder.Call{ID: ladder.NewID("cl"), Workspace: p.Workspace, Capability: c.ID, KeyID: p.KeyID, IdempotencyKey: a.idempotencyKey,
+		Status: ladder.CallRunning, Payload: payload, Scope: a.scope, EvidenceSHA256: evidence,
+		RouteID: routeID, GateDecisionID: gateDecisionID, Guard: guard}
 }
 
 // gateCall runs the evidence gate on a call's evidence for the exact action
@@ -661,19 +700,11 @@ func (s *Service) approvalAnswer(rec ladder.Approval, res ladder.CallResult) lad
 // execute records the call (fail closed: no audit record, no execution),
 // runs it once and records its result.
 func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability, call ladder.Call, res ladder.CallResult) (ladder.CallResult, error) {
-	now := ladder.NormTime(s.now())
-	call.StartedAt = now
-	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, map[string]any{
-		"capability": c.ID, "payload": call.Payload, "scope": call.Scope, "idempotency_key": call.IdempotencyKey,
-		"route_id": call.RouteID, "gate_decision_id": call.GateDecisionID, "approval_id": call.ApprovalID, "executor": c.Executor.Kind,
-	})
+	call, e, err := s.callEntry(actor, c, call)
 	if err != nil {
 		return ladder.CallResult{}, err
 	}
-	actx, sp := tracing.Start(ctx, s.tracer, tracing.SpanAuditWrite)
-	if sp.Recording() {
-		sp.Set(tracing.Workspace.String(call.Workspace), tracing.Capability.String(c.ID), tracing.CallID.String(call.ID), tracing.RouteID.String(call.RouteID))
-	}
+	actx, sp := s.auditSpan(ctx, c, call)
 	got, created, err := s.store.BeginCall(actx, call, e)
 	sp.End(err)
 	if errors.Is(err, ladder.ErrLaneChanged) {
@@ -682,6 +713,64 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	if err != nil {
 		return ladder.CallResult{}, storeErr("begin call", err)
 	}
+	return s.begun(ctx, actor, c, call, got, created, res)
+}
+
+// callEntry stamps a call's start and makes its audit record (the call
+// record, written before it runs).
+func (s *Service) callEntry(actor string, c ladder.Capability, call ladder.Call) (ladder.Call, ladder.AuditEntry, error) {
+	now := ladder.NormTime(s.now())
+	call.StartedAt = now
+	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, callAudit(c, call))
+	return call, e, err
+}
+
+// callAuditData is a call record's data, and callResultAuditData a
+// call_result record's. Like routeAuditData, their fields are in the
+// order of their keys, so they encode without the boxing a map costs;
+// TestCallAuditData holds them to the maps they replaced.
+type callAuditData struct {
+	ApprovalID     string            `json:"approval_id"`
+	Capability     string            `json:"capability"`
+	Executor       string            `json:"executor"`
+	GateDecisionID string            `json:"gate_decision_id"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Payload        json.RawMessage   `json:"payload"`
+	RouteID        string            `json:"route_id"`
+	Scope          map[string]string `json:"scope"`
+}
+
+type callResultAuditData struct {
+	Capability     string            `json:"capability"`
+	Error          string            `json:"error"`
+	ErrorCode      ladder.Code       `json:"error_code"`
+	Status         ladder.CallStatus `json:"status"`
+	UpstreamStatus int               `json:"upstream_status"`
+}
+
+func callAudit(c ladder.Capability, call ladder.Call) callAuditData {
+	return callAuditData{ApprovalID: call.ApprovalID, Capability: c.ID, Executor: c.Executor.Kind, GateDecisionID: call.GateDecisionID,
+		IdempotencyKey: call.IdempotencyKey, Payload: call.Payload, RouteID: call.RouteID, Scope: call.Scope}
+}
+
+func callResultAudit(c ladder.Capability, call ladder.Call) callResultAuditData {
+	return callResultAuditData{Capability: c.ID, Error: call.Error, ErrorCode: call.ErrorCode, Status: call.Status, UpstreamStatus: call.UpstreamStatus}
+}
+
+// auditSpan starts the span of a call's begun record.
+func (s *Service) auditSpan(ctx context.Context, c ladder.Capability, call ladder.Call) (context.Context, tracing.Span) {
+	actx, sp := tracing.Start(ctx, s.tracer, tracing.SpanAuditWrite)
+	if sp.Recording() {
+		sp.Set(tracing.Workspace.String(call.Workspace), tracing.Capability.String(c.ID), tracing.CallID.String(call.ID), tracing.RouteID.String(call.RouteID))
+	}
+	return actx, sp
+}
+
+// begun carries on with a call once the store has answered its begun
+// record: got is the stored call, created whether this request created it
+// (else got is the first call of its idempotency key, which never runs
+// again); call is what this request asked to record.
+func (s *Service) begun(ctx context.Context, actor string, c ladder.Capability, call, got ladder.Call, created bool, res ladder.CallResult) (ladder.CallResult, error) {
 	if !created {
 		if err := sameRequest(call.IdempotencyKey, requestOfCall(got), requestOfCall(call), "call_id", got.ID); err != nil {
 			return ladder.CallResult{}, err
@@ -716,9 +805,7 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 	} else {
 		got.Status, got.Result = ladder.CallOK, out.Body
 	}
-	re, err := ladder.NewAuditEntry(got.Workspace, actor, ladder.AuditCallResult, got.ID, done, map[string]any{
-		"capability": c.ID, "status": got.Status, "error": got.Error, "error_code": got.ErrorCode, "upstream_status": got.UpstreamStatus,
-	})
+	re, err := ladder.NewAuditEntry(got.Workspace, actor, ladder.AuditCallResult, got.ID, done, callResultAudit(c, got))
 	if err != nil {
 		s.calls.end(got.ID)
 		return ladder.CallResult{}, err

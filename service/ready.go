@@ -346,6 +346,13 @@ func (o *observedStore) BeginCall(ctx context.Context, c ladder.Call, a ladder.A
 	return got, created, err
 }
 
+// RouteAndBeginCall implements ladder.Store.
+func (o *observedStore) RouteAndBeginCall(ctx context.Context, r ladder.Route, ra ladder.AuditEntry, c ladder.Call, ca ladder.AuditEntry) (ladder.RouteCall, error) {
+	got, err := o.Store.RouteAndBeginCall(ctx, r, ra, c, ca)
+	o.w.note(err)
+	return got, err
+}
+
 // CreateSession implements ladder.Store.
 func (o *observedStore) CreateSession(ctx context.Context, se ladder.Session, a ladder.AuditEntry) error {
 	err := o.Store.CreateSession(ctx, se, a)

@@ -333,54 +333,57 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		got     ladder.Call
 		created bool
 	)
-	err := s.write(ctx, func(w *wtx) error {
-		if c.IdempotencyKey != "" {
-			existing, err := scanCall(w.queryRow(`SELECT doc FROM calls WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
-				c.Workspace, c.Capability, c.IdempotencyKey))
-			if err == nil {
-				got = existing
-				return nil
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-		if g := c.Guard; g != nil {
-			var epoch int
-			if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?`,
-				g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
-				return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
-			}
-			if epoch != g.LaneEpoch {
-				return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
-			}
-		}
-		doc, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		// started_at is the store's clock, which StaleCalls measures from.
-		if _, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), fmtTime(s.now()), doc); err != nil {
-			return err
-		}
-		recs, err := w.appendAudit(audit)
-		if err != nil {
-			return err
-		}
-		got, created = c, true
-		// The audit seq is reported to the caller that created the call; it
-		// is not part of the stored record (a backend may seal the chain
-		// only at commit).
-		if len(recs) > 0 {
-			got.AuditSeq = recs[0].Seq
-		}
-		return nil
-	})
+	err := s.write(ctx, func(w *wtx) error { return w.beginCall(c, audit, &got, &created) })
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
 	}
 	return got, created, nil
+}
+
+// beginCall is BeginCall's op (and RouteAndBeginCall's second part).
+func (w *wtx) beginCall(c ladder.Call, audit ladder.AuditEntry, got *ladder.Call, created *bool) error {
+	if c.IdempotencyKey != "" {
+		existing, err := scanCall(w.queryRow(`SELECT doc FROM calls WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
+			c.Workspace, c.Capability, c.IdempotencyKey))
+		if err == nil {
+			*got = existing
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	if g := c.Guard; g != nil {
+		var epoch int
+		if err := w.queryRow(`SELECT lane_epoch FROM step_states WHERE workspace = ? AND queue = ? AND step = ?`,
+			g.Key.Workspace, g.Key.Queue, g.Key.Step).Scan(&epoch); err != nil {
+			return fmt.Errorf("step state %s/%s: %w", g.Key.Queue, g.Key.Step, err)
+		}
+		if epoch != g.LaneEpoch {
+			return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
+		}
+	}
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	// started_at is the store's clock, which StaleCalls measures from.
+	if _, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), fmtTime(w.s.now()), doc); err != nil {
+		return err
+	}
+	recs, err := w.appendAudit(audit)
+	if err != nil {
+		return err
+	}
+	*got, *created = c, true
+	// The audit seq is reported to the caller that created the call; it
+	// is not part of the stored record (a backend may seal the chain
+	// only at commit).
+	if len(recs) > 0 {
+		got.AuditSeq = recs[0].Seq
+	}
+	return nil
 }
 
 // FinishCall stores a running call's outcome.

@@ -144,7 +144,8 @@ func (s *Store) RecordRoute(ctx context.Context, r ladder.Route, audit ladder.Au
 	return got, created, nil
 }
 
-// recordRoute is RecordRoute's op, with its audit entry made ready.
+// recordRoute is RecordRoute's op (and RouteAndBeginCall's first part),
+// with its audit entry made ready.
 func (w *wtx) recordRoute(r ladder.Route, ready []readyEntry, got *ladder.Route, created *bool) error {
 	// Insert first, and only while the step is still in the route's
 	// lane epoch; look further only when nothing was inserted: a fresh

@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 	tests = append(tests, approvalTests...)
 	tests = append(tests, callTests...)
 	tests = append(tests, laneEpochTests...)
+	tests = append(tests, routeCallTests...)
 	tests = append(tests, sessionTests...)
 	tests = append(tests, eventTests...)
 	tests = append(tests, tlogTests...)

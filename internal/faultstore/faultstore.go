@@ -486,6 +486,14 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, a ladder.AuditEntr
 	return s.next.BeginCall(ctx, c, a)
 }
 
+// RouteAndBeginCall implements ladder.Store.
+func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, ra ladder.AuditEntry, c ladder.Call, ca ladder.AuditEntry) (ladder.RouteCall, error) {
+	if err := s.write(ctx); err != nil {
+		return ladder.RouteCall{}, err
+	}
+	return s.next.RouteAndBeginCall(ctx, r, ra, c, ca)
+}
+
 // FinishCall implements ladder.Store.
 func (s *Store) FinishCall(ctx context.Context, c ladder.Call, a ladder.AuditEntry) (ladder.Call, error) {
 	if err := s.write(ctx); err != nil {
