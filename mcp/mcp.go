@@ -161,11 +161,49 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
-type principalKey struct{}
+// callKey finds a request's callInfo in its context.
+type callKey struct{}
+
+// callInfo is what the front door hands the tools of one request: who
+// called, the base URL links are made from, and the answer's writer (whose
+// write deadline a tool that waits moves).
+type callInfo struct {
+	p       ladder.Principal
+	baseURL string
+	w       http.ResponseWriter
+}
+
+// callContext carries a request's callInfo. It is one allocation where
+// three context values and a closure were four, on every call.
+type callContext struct {
+	context.Context
+	info callInfo
+}
+
+// Value implements context.Context.
+func (c *callContext) Value(key any) any {
+	if key == (callKey{}) {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
+// withCall returns ctx carrying info for the request's tools.
+func withCall(ctx context.Context, info callInfo) context.Context {
+	return &callContext{Context: ctx, info: info}
+}
+
+// callFrom returns the request's callInfo, if the front door set one.
+func callFrom(ctx context.Context) (*callInfo, bool) {
+	c, ok := ctx.Value(callKey{}).(*callInfo)
+	return c, ok
+}
 
 func principalFrom(ctx context.Context) (ladder.Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(ladder.Principal)
-	return p, ok
+	if c, ok := callFrom(ctx); ok {
+		return c.p, true
+	}
+	return ladder.Principal{}, false
 }
 
 // envelope is a JSON-RPC request as the front door reads it.
@@ -252,9 +290,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if env.Method == "tools/list" {
 		h.refresh(r.Context(), p.Workspace)
 	}
-	ctx := context.WithValue(r.Context(), principalKey{}, p)
-	ctx = context.WithValue(ctx, baseURLKey{}, h.baseURLFor(r))
-	ctx = withWriteDeadline(ctx, w)
+	ctx := withCall(r.Context(), callInfo{p: p, baseURL: h.baseURLFor(r), w: w})
 	if env.Method == "tools/call" {
 		cp, registered, run, cerr := h.checkToolCall(p, env)
 		if cerr != nil {

@@ -149,11 +149,9 @@ func (h *Handler) routeItem(ctx context.Context, p ladder.Principal, args json.R
 	return fmt.Sprintf("%s Decision: %s; route_id %s.", rt.Reason, rt.Decision, rt.ID), rt, nil
 }
 
-type baseURLKey struct{}
-
 func (h *Handler) baseURL(ctx context.Context) string {
-	if u, ok := ctx.Value(baseURLKey{}).(string); ok {
-		return u
+	if c, ok := callFrom(ctx); ok {
+		return c.baseURL
 	}
 	return h.opts.BaseURL
 }

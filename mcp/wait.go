@@ -11,24 +11,13 @@ import (
 	"github.com/ladderhq/ladder/service"
 )
 
-// writeDeadlineKey holds, in a tools/call's context, the function that
-// moves the answer's write deadline.
-type writeDeadlineKey struct{}
-
-// withWriteDeadline lets a tool that waits (approval_status with wait)
-// move w's write deadline past the server's WriteTimeout, which runs from
-// the start of the request.
-func withWriteDeadline(ctx context.Context, w http.ResponseWriter) context.Context {
-	return context.WithValue(ctx, writeDeadlineKey{}, func(t time.Time) {
-		_ = http.NewResponseController(w).SetWriteDeadline(t)
-	})
-}
-
 // extendWrite gives the answer of a call that waits up to wait the time
-// to be written after it.
+// to be written after it: a tool that waits (approval_status with wait)
+// moves the request's write deadline past the server's WriteTimeout, which
+// runs from the start of the request.
 func extendWrite(ctx context.Context, wait time.Duration) {
-	if f, ok := ctx.Value(writeDeadlineKey{}).(func(time.Time)); ok {
-		f(time.Now().Add(wait + 30*time.Second))
+	if c, ok := callFrom(ctx); ok && c.w != nil {
+		_ = http.NewResponseController(c.w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
 	}
 }
 
