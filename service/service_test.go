@@ -26,14 +26,14 @@ var (
 
 // newDemoService is a Service over the demo config and a fresh SQLite
 // store, with every step in its starting lane and a fixed clock.
-func newDemoService(t *testing.T, edit ...func(*Options)) *Service {
+func newDemoService(t testing.TB, edit ...func(*Options)) *Service {
 	t.Helper()
 	now := time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)
 	return newDemoServiceClock(t, func() time.Time { return now }, edit...)
 }
 
 // newDemoServiceClock is newDemoService whose service and store read clock.
-func newDemoServiceClock(t *testing.T, clock func() time.Time, edit ...func(*Options)) *Service {
+func newDemoServiceClock(t testing.TB, clock func() time.Time, edit ...func(*Options)) *Service {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Parse("demo.yaml", config.Demo())
