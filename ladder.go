@@ -19,6 +19,7 @@ package ladder
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -177,6 +178,18 @@ type Route struct {
 	// the decision's inputs, so a decision made from a stale copy of the
 	// state is never recorded. It is not stored; a route read back has 0.
 	StateAuditRate float64 `json:"-"`
+}
+
+// Refused is the error of a route whose commit was refused because the
+// step's state moved on since it was decided, given the step's lane epoch
+// at commit (found false when the step has no state row): a lane change
+// (ErrLaneChanged) or, the epoch the same, a new audit rate
+// (ErrAuditRateChanged). Both stores read the epoch and ask this.
+func (r Route) Refused(epoch int, found bool) error {
+	if found && epoch == r.LaneEpoch {
+		return fmt.Errorf("route decided at audit rate %v: %w", r.StateAuditRate, ErrAuditRateChanged)
+	}
+	return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ErrLaneChanged)
 }
 
 // Review is a person's verdict on the agent's output for one routed item.

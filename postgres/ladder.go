@@ -199,10 +199,7 @@ func (w *wtx) stateMoved(r ladder.Route) error {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	if err == nil && epoch == r.LaneEpoch {
-		return fmt.Errorf("route decided at audit rate %v: %w", r.StateAuditRate, ladder.ErrAuditRateChanged)
-	}
-	return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+	return r.Refused(epoch, err == nil)
 }
 
 // pendingRoute is a RecordRoute queued in its batch (queueRoute); got and

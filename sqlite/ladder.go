@@ -194,10 +194,7 @@ func (w *wtx) stateMoved(r ladder.Route) error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	if err == nil && epoch == r.LaneEpoch {
-		return fmt.Errorf("route decided at audit rate %v: %w", r.StateAuditRate, ladder.ErrAuditRateChanged)
-	}
-	return fmt.Errorf("route decided in lane epoch %d: %w", r.LaneEpoch, ladder.ErrLaneChanged)
+	return r.Refused(epoch, err == nil)
 }
 
 func (w *wtx) insertRoute(r ladder.Route, onConflict string) error {
