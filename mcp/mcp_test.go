@@ -38,7 +38,7 @@ func call(id any, tool string, args any) json.RawMessage {
 
 // volatile parts of answers: random ids and times.
 var (
-	idRE   = regexp.MustCompile(`\b(rt|rv|lc|oc|ap|gd|cl)_[a-z2-7]{16}\b`)
+	idRE   = regexp.MustCompile(`\b(rt|rv|lc|oc|ap|gd|cl)_[0-9a-v]{26}\b`)
 	keyRE  = regexp.MustCompile(`"(actor|reviewer)":"[a-z2-7]{13}"`)
 	timeRE = regexp.MustCompile(`"(at|created_at|expires_at)":"[0-9T:.Z-]+"`)
 	seqRE  = regexp.MustCompile(`"audit_seq":[0-9]+`)

@@ -167,7 +167,7 @@ func runCrash(t *testing.T, db string, extraEnv []string, kills int) {
 	}
 	// One agent key sends 64 calls at once: lift its rate limit (and, below,
 	// its cap on requests in progress).
-	cfgText := strings.Replace(string(out), "per_second: 5000\n    burst: 10000", "per_second: 100000\n    burst: 100000", 1)
+	cfgText := strings.Replace(string(out), "per_second: 20000\n    burst: 40000", "per_second: 100000\n    burst: 100000", 1)
 	if cfgText == string(out) {
 		t.Fatal("the demo config's rate_limit block moved; update the crash test")
 	}

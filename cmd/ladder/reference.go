@@ -262,7 +262,7 @@ A tool name is a capability id. Listing requires a valid key for a served worksp
 
 // exampleIDs are the random ids of an example answer, written as ID so the
 // page is the same on every run.
-var exampleIDs = regexp.MustCompile(`\b(cl|ap|rt|gd)_[a-z0-9]{16}\b`)
+var exampleIDs = regexp.MustCompile(`\b(cl|ap|rt|gd)_[0-9a-v]{26}\b`)
 
 // postMCP sends one JSON-RPC request to the handler and returns the answer
 // with its random ids replaced.

@@ -369,7 +369,7 @@ func replicaConfig(t *testing.T, rewrite map[string]string) string {
 	const anchor = "          - id: check_accessorials\n"
 	rewrite[anchor] = anchor + "            rules: {propose_min_weeks: 0, propose_min_n: 30, propose_lower: 0.8}\n"
 	// One key drives both replicas concurrently: lift the per-key rate limit.
-	rewrite["    per_second: 5000\n    burst: 10000\n"] = "    per_second: 100000\n    burst: 100000\n"
+	rewrite["    per_second: 20000\n    burst: 40000\n"] = "    per_second: 100000\n    burst: 100000\n"
 	for old, new := range rewrite {
 		if strings.Count(demo, old) != 1 {
 			t.Fatalf("the demo config does not hold %q exactly once", old)
