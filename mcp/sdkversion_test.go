@@ -47,6 +47,8 @@ var sdkDifferentials = []struct {
 	{sharedWire, "internal/mcpwire", "wire_test.go", "TestEventFramingMatchesSDK", "go test -count=1 -run TestEventFramingMatchesSDK ./internal/mcpwire"},
 	{sharedWire, "internal/mcpwire", "wire_test.go", "TestPlainProtocol", "go test -count=1 -run TestPlainProtocol ./internal/mcpwire"},
 	{sharedWire, "internal/mcpwire", "wire_test.go", "TestClientCallIsPlain", "go test -count=1 -run TestClientCallIsPlain ./internal/mcpwire"},
+	{sharedWire, "internal/mcpwire", "frame_test.go", "TestMarshalResultMatchesSDK", "go test -count=1 -run TestMarshalResultMatchesSDK ./internal/mcpwire"},
+	{sharedWire, "internal/mcpwire", "frame_test.go", "FuzzFrameResult", "go test -run '^$' -fuzz FuzzFrameResult -fuzztime 5m ./internal/mcpwire"},
 }
 
 // TestSDKVersionIsPinned fails when the module builds with a go-sdk other

@@ -3,7 +3,9 @@ package mcpwire
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,6 +42,9 @@ func FuzzFrameResult(f *testing.F) {
 
 func checkFrame(t *testing.T, id []byte, text string, stateless bool) {
 	t.Helper()
+	for _, res := range resultShapes(text) {
+		checkMarshalResult(t, res)
+	}
 	raw, err := json.Marshal(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: map[string]string{"t": text}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,5 +59,70 @@ func checkFrame(t *testing.T, id []byte, text string, stateless bool) {
 	}
 	if werr == nil && !bytes.Equal(got, want) {
 		t.Fatalf("id %q text %q:\nframeResult %s\nEncode      %s", id, text, got, want)
+	}
+}
+
+// routeLike is a structured value shaped as ladder's answers are: a struct
+// with tags, omitempty fields, a raw JSON field and a time.
+type routeLike struct {
+	ID       string          `json:"route_id"`
+	Reason   string          `json:"reason"`
+	Rate     float64         `json:"audit_rate,omitempty"`
+	Features json.RawMessage `json:"features,omitempty"`
+	At       time.Time       `json:"at"`
+}
+
+// marshalsBadly returns JSON that is not valid, which json.Marshal refuses.
+type marshalsBadly struct{}
+
+func (marshalsBadly) MarshalJSON() ([]byte, error) { return []byte(`{"a":`), nil }
+
+// resultShapes are results with text: the shape marshalResult writes out
+// (structured content of every kind, none, an error) and the shapes it
+// leaves to json.Marshal (two contents, other content, metadata,
+// annotations, request state).
+func resultShapes(text string) []*sdk.CallToolResult {
+	one := func() []sdk.Content { return []sdk.Content{&sdk.TextContent{Text: text}} }
+	var nilRoute *routeLike
+	return []*sdk.CallToolResult{
+		{Content: one()},
+		{Content: one(), IsError: true},
+		{Content: one(), StructuredContent: map[string]string{"t": text}},
+		{Content: one(), StructuredContent: routeLike{ID: "rt_1", Reason: text, Rate: 0.25, Features: json.RawMessage(` {"a": [1, 2]} `), At: time.Date(2026, 12, 2, 10, 0, 0, 5, time.UTC)}, IsError: true},
+		{Content: one(), StructuredContent: &routeLike{Reason: text}},
+		{Content: one(), StructuredContent: nilRoute},
+		{Content: one(), StructuredContent: json.RawMessage(` [ "` + strings.ReplaceAll(text, `"`, ``) + `" ] `)},
+		{Content: one(), StructuredContent: marshalsBadly{}},
+		{Content: one(), StructuredContent: 7},
+		{Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: "two"}}},
+		{Content: []sdk.Content{}},
+		{Content: []sdk.Content{&sdk.ImageContent{Data: []byte(text), MIMEType: "image/png"}}},
+		{Content: []sdk.Content{&sdk.TextContent{Text: text, Annotations: &sdk.Annotations{Priority: 1}}}},
+		{Content: []sdk.Content{&sdk.TextContent{Text: text, Meta: sdk.Meta{"k": text}}}},
+		{Content: one(), Meta: sdk.Meta{"k": "v"}},
+		{Content: one(), RequestState: text + "s"},
+	}
+}
+
+// TestMarshalResultMatchesSDK holds marshalResult to json.Marshal of the
+// same result (which runs go-sdk's MarshalJSON): the same bytes, or an
+// error from both.
+func TestMarshalResultMatchesSDK(t *testing.T) {
+	for _, text := range frameTexts {
+		for _, res := range resultShapes(text) {
+			checkMarshalResult(t, res)
+		}
+	}
+}
+
+func checkMarshalResult(t *testing.T, res *sdk.CallToolResult) {
+	t.Helper()
+	want, werr := json.Marshal(res)
+	got, gerr := marshalResult(res)
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("%+v: json.Marshal error %v, marshalResult error %v", res, werr, gerr)
+	}
+	if werr == nil && !bytes.Equal(got, want) {
+		t.Fatalf("%+v:\nmarshalResult %s\njson.Marshal  %s", res, got, want)
 	}
 }

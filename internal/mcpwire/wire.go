@@ -86,7 +86,7 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 		msg.Error = WireError(callErr)
 		return Encode(&msg)
 	}
-	raw, err := json.Marshal(res)
+	raw, err := marshalResult(res)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +94,55 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 		raw = append(raw[:len(raw)-1:len(raw)-1], `,"resultType":"complete"}`...)
 	}
 	return frameResult(id, raw)
+}
+
+// marshalResult is json.Marshal(res) written out for the result every
+// ladder tool answers with: one text content and structured content,
+// nothing else set. json.Marshal would walk CallToolResult and TextContent
+// by reflection and run each one's MarshalJSON, then validate and compact
+// what each returned, twice over (a tenth of a route_item's CPU with the
+// structured value's own encoding, BENCHMARKS.md). Any other shape goes to
+// json.Marshal. TestMarshalResultMatchesSDK and FuzzFrameResult hold the
+// two to the same bytes.
+func marshalResult(res *sdk.CallToolResult) ([]byte, error) {
+	text, ok := plainText(res)
+	if !ok {
+		return json.Marshal(res)
+	}
+	// json.Marshal of a string escapes HTML, as the reflecting encoder
+	// does inside json.Marshal(res).
+	t, err := json.Marshal(text)
+	if err != nil {
+		return nil, err
+	}
+	var sc []byte
+	if res.StructuredContent != nil {
+		if sc, err = json.Marshal(res.StructuredContent); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, 0, len(`{"content":[{"type":"text","text":}],"structuredContent":,"isError":true}`)+len(t)+len(sc))
+	out = append(append(append(out, `{"content":[{"type":"text","text":`...), t...), `}]`...)
+	if sc != nil {
+		out = append(append(out, `,"structuredContent":`...), sc...)
+	}
+	if res.IsError {
+		out = append(out, `,"isError":true`...)
+	}
+	return append(out, '}'), nil
+}
+
+// plainText returns the text of res's one content when that and the
+// structured content and the error flag are all res holds.
+func plainText(res *sdk.CallToolResult) (string, bool) {
+	if res == nil || res.Meta != nil || len(res.Content) != 1 || res.InputRequests != nil || res.RequestState != "" {
+		return "", false
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil {
+		return "", false
+	}
+	return tc.Text, true
 }
 
 // frameResult is Encode(&Message[json.RawMessage]{JSONRPC: Version, ID:
