@@ -220,16 +220,12 @@ func (s *scan) match(i int, t reflect.Type, depth int) (int, bool) {
 	}
 	switch k := t.Kind(); {
 	case k == reflect.Struct && c == '{':
-		var fields map[string]reflect.Type
 		return s.each(i, '}', func(j int) (int, bool) {
 			key, escaped, v, ok := s.memberValue(j)
 			if !ok || escaped {
 				return v, false
 			}
-			if fields == nil {
-				fields = structFields(t)
-			}
-			ft, ok := fields[string(key)]
+			ft, ok := fieldType(t, key)
 			if !ok {
 				return v, false
 			}

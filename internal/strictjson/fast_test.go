@@ -82,3 +82,34 @@ func FuzzFastPaths(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { differential(t, data) })
 }
+
+// shadowFirst and shadowLast declare a JSON name twice, once through an
+// embedded struct, in both orders; structFields keeps the later one.
+type shadowFirst struct {
+	fastEmbedded
+	ID  string  `json:"id"`
+	Ptr *fastKV `json:"ptr"`
+}
+
+type shadowLast struct {
+	ID string `json:"id"`
+	*fastEmbedded
+	Plain  int
+	Ignore int `json:"-"`
+	fastKV
+}
+
+// TestFieldTypeIsStructFields: fieldType answers every name as the map
+// structFields builds does, and refuses every name the map lacks.
+func TestFieldTypeIsStructFields(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeOf(fastTarget{}), reflect.TypeOf(shadowFirst{}), reflect.TypeOf(shadowLast{}), reflect.TypeOf(fastKV{})} {
+		fields := structFields(typ)
+		for _, name := range []string{"id", "name", "inner", "list", "map", "raw", "any", "Skip", "-", "ptr", "Plain", "plain", "Ignore", "k", "K", "ID", ""} {
+			want, wok := fields[name]
+			got, ok := fieldType(typ, []byte(name))
+			if ok != wok || got != want {
+				t.Errorf("%v: fieldType(%q) = %v, %v; structFields has %v, %v", typ, name, got, ok, want, wok)
+			}
+		}
+	}
+}

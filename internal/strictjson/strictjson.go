@@ -428,6 +428,48 @@ func matchType(val any, t reflect.Type, path string) error {
 	return nil
 }
 
+// fieldType is structFields(t)[name] without building the map: the type
+// of the field of t whose JSON name is name (the last one, following
+// embedded structs, as the map keeps). The fast path looks up every key of
+// every object this way; a struct has a handful of fields, so a walk is
+// cheaper than a map made for each object.
+func fieldType(t reflect.Type, name []byte) (reflect.Type, bool) {
+	var (
+		found reflect.Type
+		ok    bool
+	)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		n, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && n == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if et, eok := fieldType(ft, name); eok {
+					found, ok = et, true
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if n == "" {
+			n = f.Name
+		}
+		if n == string(name) {
+			found, ok = f.Type, true
+		}
+	}
+	return found, ok
+}
+
 // structFields maps the JSON names of t's exported fields (following
 // embedded structs) to their types.
 func structFields(t reflect.Type) map[string]reflect.Type {
