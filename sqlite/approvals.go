@@ -329,19 +329,45 @@ func scanCall(r scanner) (ladder.Call, error) {
 // in the lane epoch it was routed in (else ErrLaneChanged).
 func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.AuditEntry) (ladder.Call, bool, error) {
 	c.StartedAt = normTime(c.StartedAt)
+	rc, err := s.readyCall(c, audit)
+	if err != nil {
+		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
+	}
 	var (
 		got     ladder.Call
 		created bool
 	)
-	err := s.write(ctx, func(w *wtx) error { return w.beginCall(c, audit, &got, &created) })
+	err = s.write(ctx, func(w *wtx) error { return w.beginCall(rc, &got, &created) })
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
 	}
 	return got, created, nil
 }
 
+// readyCall is a call to store with its document marshalled and its audit
+// entry made ready, in the caller's goroutine: the one writer only runs
+// statements (as readyAudit is for a route).
+type readyCall struct {
+	c     ladder.Call
+	doc   []byte
+	audit []readyEntry
+}
+
+func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, error) {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return readyCall{}, err
+	}
+	ready, err := s.readyAudit([]ladder.AuditEntry{audit})
+	if err != nil {
+		return readyCall{}, err
+	}
+	return readyCall{c: c, doc: doc, audit: ready}, nil
+}
+
 // beginCall is BeginCall's op (and RouteAndBeginCall's second part).
-func (w *wtx) beginCall(c ladder.Call, audit ladder.AuditEntry, got *ladder.Call, created *bool) error {
+func (w *wtx) beginCall(rc readyCall, got *ladder.Call, created *bool) error {
+	c := rc.c
 	if c.IdempotencyKey != "" {
 		existing, err := scanCall(w.queryRow(`SELECT doc FROM calls WHERE workspace = ? AND capability = ? AND dedupe_key = ?`,
 			c.Workspace, c.Capability, c.IdempotencyKey))
@@ -363,16 +389,12 @@ func (w *wtx) beginCall(c ladder.Call, audit ladder.AuditEntry, got *ladder.Call
 			return fmt.Errorf("call routed in lane epoch %d, the step is in %d: %w", g.LaneEpoch, epoch, ladder.ErrLaneChanged)
 		}
 	}
-	doc, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
 	// started_at is the store's clock, which StaleCalls measures from.
 	if _, err := w.exec(`INSERT INTO calls (id, workspace, capability, status, dedupe_key, started_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), fmtTime(w.s.now()), doc); err != nil {
+		c.ID, c.Workspace, c.Capability, string(c.Status), nullable(c.IdempotencyKey), fmtTime(w.s.now()), rc.doc); err != nil {
 		return err
 	}
-	recs, err := w.appendAudit(audit)
+	recs, err := w.appendReady(rc.audit)
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,13 @@ import (
 // setCall stores c over the call whose status is still from, with its
 // audit entry (the compare-and-set of FinishCall and UpdateCall).
 func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStatus, audit ladder.AuditEntry) error {
+	rc, err := s.readyCall(c, audit)
+	if err != nil {
+		return err
+	}
 	return s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
 		res, err := w.exec(`UPDATE calls SET status = ?, doc = ? WHERE id = ? AND workspace = ? AND status = ?`,
-			string(c.Status), doc, c.ID, c.Workspace, string(from))
+			string(c.Status), rc.doc, c.ID, c.Workspace, string(from))
 		if err != nil {
 			return err
 		}
@@ -35,7 +35,7 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 			}
 			return fmt.Errorf("call %s is %s, not %s: %w", c.ID, cur, from, ladder.ErrConflict)
 		}
-		_, err = w.appendAudit(audit)
+		_, err = w.appendReady(rc.audit)
 		return err
 	})
 }

@@ -19,6 +19,10 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 	if err != nil {
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
 	}
+	rc, err := s.readyCall(c, callAudit)
+	if err != nil {
+		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
+	}
 	var out ladder.RouteCall
 	err = s.write(ctx, func(w *wtx) error {
 		// A retried op starts from nothing.
@@ -29,7 +33,7 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 		if !out.RouteCreated {
 			return nil
 		}
-		return w.beginCall(c, callAudit, &out.Call, &out.CallCreated)
+		return w.beginCall(rc, &out.Call, &out.CallCreated)
 	})
 	if err != nil {
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
