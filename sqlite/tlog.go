@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/ladderhq/ladder"
 )
@@ -83,19 +85,53 @@ func (t tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
 }
 
 func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
-	for _, l := range leaves {
-		if _, err := t.w.exec(`INSERT INTO tlog_leaf (workspace, idx, seq) VALUES (?, ?, ?)`, t.ws, l.Index, l.Seq); err != nil {
-			return fmt.Errorf("insert leaf %d: %w", l.Index, err)
+	// Each table takes its rows in one statement over a JSON array of
+	// their one varying column, the index being the first one's plus the
+	// element's position (as PostgreSQL's takes arrays through unnest): a
+	// statement per row was most of an integration's time in the one
+	// writer (BENCHMARKS.md). Integration adds consecutive leaves, whose
+	// stored hashes are consecutive too; anything else is refused.
+	if len(leaves) > 0 {
+		for i, l := range leaves {
+			if l.Index != leaves[0].Index+int64(i) {
+				return fmt.Errorf("insert leaves: leaf %d after leaf %d is not the next one", l.Index, leaves[0].Index+int64(i)-1)
+			}
+		}
+		seqs := jsonArray(len(leaves), func(b []byte, i int) []byte { return strconv.AppendInt(b, leaves[i].Seq, 10) })
+		if _, err := t.w.exec(`INSERT INTO tlog_leaf (workspace, idx, seq) SELECT ?, ? + j.key, j.value FROM json_each(?) AS j`, t.ws, leaves[0].Index, seqs); err != nil {
+			return fmt.Errorf("insert leaves: %w", err)
 		}
 	}
-	for _, h := range hashes {
-		if _, err := t.w.exec(`INSERT INTO tlog_hash (workspace, idx, hash) VALUES (?, ?, ?)`, t.ws, h.Index, h.Hash[:]); err != nil {
-			return fmt.Errorf("insert stored hash %d: %w", h.Index, err)
+	if len(hashes) > 0 {
+		for i, h := range hashes {
+			if h.Index != hashes[0].Index+int64(i) {
+				return fmt.Errorf("insert stored hashes: hash %d after hash %d is not the next one", h.Index, hashes[0].Index+int64(i)-1)
+			}
+		}
+		hexes := jsonArray(len(hashes), func(b []byte, i int) []byte {
+			return append(hex.AppendEncode(append(b, '"'), hashes[i].Hash[:]), '"')
+		})
+		if _, err := t.w.exec(`INSERT INTO tlog_hash (workspace, idx, hash) SELECT ?, ? + j.key, unhex(j.value) FROM json_each(?) AS j`, t.ws, hashes[0].Index, hexes); err != nil {
+			return fmt.Errorf("insert stored hashes: %w", err)
 		}
 	}
 	_, err := t.w.exec(`INSERT INTO tlog_head (workspace, size, last_seq) VALUES (?, ?, ?)
 		ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, last_seq = excluded.last_seq`, t.ws, size, lastSeq)
 	return err
+}
+
+// jsonArray returns a JSON array of n elements, element i written by elem
+// (numbers and hex strings only, so nothing needs escaping).
+func jsonArray(n int, elem func(b []byte, i int) []byte) string {
+	b := make([]byte, 0, 72*n)
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, i)
+	}
+	return string(append(b, ']'))
 }
 
 // TlogHead returns workspace's tree size and last leaf seq.
