@@ -3,12 +3,14 @@
 # go-sdk server and a plain net/http handler, side by side in one run on
 # this machine (DESIGN §11), and prints a markdown table.
 #
-# It builds the binaries into bench/bin, starts the three servers on fixed
-# loopback ports (bare go-sdk 18951, plain net/http 18952, `ladder demo`
-# 18953 with its database in a temporary folder), waits for them, drives
-# each in turn with the load generator (warm-up, then a fixed duration),
-# stops every process it started by its pid, and prints the table. Results
-# (JSON) and server logs are left in bench/out.
+# It builds the binaries into bench/bin, starts the three servers on
+# loopback ports (by default bare go-sdk 18951, plain net/http 18952,
+# `ladder demo` 18953 with its database, keys, gateway and env files in a
+# temporary folder; the demo's stand-in systems listen on a port the kernel
+# picks, read from the demo's log), waits for them, drives each in turn
+# with the load generator (warm-up, then a fixed duration), stops every
+# process it started by its pid, and prints the table. Results (JSON) and
+# server logs are left in bench/out.
 #
 # Each round has two tables. The first is closed loop: every client sends
 # its next call when the last is answered, so it measures each server at
@@ -22,7 +24,10 @@
 # measurements in turn, one pair of tables per round: this machine's numbers
 # vary from run to run); PROTOCOL=2025-06-18 (MCP-Protocol-Version the
 # clients speak; 2026-07-28 adds its _meta and Mcp-* headers);
-# RATE_FACTOR=0.8 (0 skips the open-loop table).
+# RATE_FACTOR=0.8 (0 skips the open-loop table); BARE_ADDR=127.0.0.1:18951,
+# PLAIN_ADDR=127.0.0.1:18952, LADDER_ADDR=127.0.0.1:18953 (the servers'
+# addresses: give each engineer running benchmarks on one machine ports of
+# their own).
 #
 # A third table per round is the capability budget: ticket6:readLedger
 # called straight on the demo's stand-in ledger (a go-sdk MCP server) and
@@ -40,9 +45,9 @@ ROUNDS=${ROUNDS:-1}
 PROTOCOL=${PROTOCOL:-2025-06-18}
 RATE_FACTOR=${RATE_FACTOR:-0.8}
 CAPABILITY=${CAPABILITY:-1}
-BARE_ADDR=127.0.0.1:18951
-PLAIN_ADDR=127.0.0.1:18952
-LADDER_ADDR=127.0.0.1:18953
+BARE_ADDR=${BARE_ADDR:-127.0.0.1:18951}
+PLAIN_ADDR=${PLAIN_ADDR:-127.0.0.1:18952}
+LADDER_ADDR=${LADDER_ADDR:-127.0.0.1:18953}
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -79,11 +84,20 @@ wait_port() {
 	return 1
 }
 
+# A port something already listens on would measure someone else's server
+# (wait_port cannot tell): refuse to start instead.
+for a in "$BARE_ADDR" "$PLAIN_ADDR" "$LADDER_ADDR"; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/${a##*:}") 2>/dev/null; then
+		echo "run.sh: $a is already in use (another benchmark?); set BARE_ADDR, PLAIN_ADDR and LADDER_ADDR to free ports" >&2
+		exit 1
+	fi
+done
+
 "$bin/bareserver" -addr "$BARE_ADDR" 2>"$out/bareserver.log" &
 pids+=($!)
 "$bin/plainserver" -addr "$PLAIN_ADDR" 2>"$out/plainserver.log" &
 pids+=($!)
-"$bin/ladder" demo --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
+"$bin/ladder" demo --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" --gateway "$tmp/gateway.yaml" --env-file "$tmp/demo.env" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
 pids+=($!)
 demo_pid=$!
 wait_port "$BARE_ADDR"
@@ -97,6 +111,26 @@ for _ in $(seq 3000); do [ -s "$tmp/keys.json" ] && break; sleep 0.1; done
 # Seeding the 14 weeks peaks higher than serving does: reset the kernel's
 # peak-RSS mark (clear_refs 5) so the peak printed below is the serving one.
 echo 5 >"/proc/$demo_pid/clear_refs" 2>/dev/null || echo "run.sh: cannot reset the demo's peak RSS; the peak printed includes its seeding" >&2
+# The kernel's peak says how much, not what: sample the demo every 0.2 s
+# and, at each new high, keep its anonymous/file split and the Go runtime's
+# figures from /metrics, printed with the peak below.
+sample_peak() {
+	local max=0 rss anon file
+	while read -r rss anon file < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {print r, a, f}' "/proc/$demo_pid/status" 2>/dev/null); do
+		[ -n "$rss" ] || break
+		if [ "$rss" -gt "$max" ]; then
+			max=$rss
+			{
+				echo "$rss $anon $file"
+				curl -s -m 1 "http://$LADDER_ADDR/metrics" 2>/dev/null | grep -E '^go_(memstats_(heap_inuse|heap_idle|heap_released|stack_inuse|next_gc)_bytes|goroutines) ' || true
+			} >"$tmp/peak.new"
+			mv "$tmp/peak.new" "$tmp/peak"
+		fi
+		sleep 0.2
+	done
+}
+sample_peak &
+pids+=($!)
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
 # The stand-in ledger's address, from the demo's log line.
@@ -147,6 +181,13 @@ for round in $(seq "$ROUNDS"); do
 	# resident set now and its peak since it started, from the kernel.
 	if [ -r "/proc/$demo_pid/status" ]; then
 		echo
-		awk '/^VmRSS/ {rss=$2} /^VmHWM/ {hwm=$2} END {printf "ladder demo resident: %.1f MiB now, %.1f MiB at its peak since it began serving\n", rss/1024, hwm/1024}' "/proc/$demo_pid/status"
+		awk '/^VmRSS/ {rss=$2} /^VmHWM/ {hwm=$2} /^RssAnon/ {anon=$2} /^RssFile/ {file=$2} END {printf "ladder demo resident: %.1f MiB now (anonymous %.1f, file %.1f), %.1f MiB at its peak since it began serving\n", rss/1024, anon/1024, file/1024, hwm/1024}' "/proc/$demo_pid/status"
+		# The split at the highest sample (file: the executable's pages;
+		# anonymous: Go heap, stacks, runtime metadata, SQLite's memory).
+		[ -s "$tmp/peak" ] && awk 'NR == 1 {rss=$1; anon=$2; file=$3; next}
+			{v[$1]=$2}
+			END {m=1048576; printf "  highest sample %.1f MiB: anonymous %.1f, file %.1f; Go heap in use %.1f MiB, idle not yet returned %.1f, stacks %.1f (%d goroutines), next GC at %.1f\n",
+				rss/1024, anon/1024, file/1024, v["go_memstats_heap_inuse_bytes"]/m, (v["go_memstats_heap_idle_bytes"]-v["go_memstats_heap_released_bytes"])/m,
+				v["go_memstats_stack_inuse_bytes"]/m, v["go_goroutines"], v["go_memstats_next_gc_bytes"]/m}' "$tmp/peak"
 	fi
 done
