@@ -433,40 +433,12 @@ func matchType(val any, t reflect.Type, path string) error {
 // embedded structs, as the map keeps). The fast path looks up every key of
 // every object this way; a struct has a handful of fields, so a walk is
 // cheaper than a map made for each object.
-func fieldType(t reflect.Type, name []byte) (reflect.Type, bool) {
-	var (
-		found reflect.Type
-		ok    bool
-	)
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		n, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && n == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				if et, eok := fieldType(ft, name); eok {
-					found, ok = et, true
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if n == "" {
-			n = f.Name
-		}
+func fieldType(t reflect.Type, name []byte) (found reflect.Type, ok bool) {
+	eachField(t, func(n string, ft reflect.Type) {
 		if n == string(name) {
-			found, ok = f.Type, true
+			found, ok = ft, true
 		}
-	}
+	})
 	return found, ok
 }
 
@@ -474,6 +446,13 @@ func fieldType(t reflect.Type, name []byte) (reflect.Type, bool) {
 // embedded structs) to their types.
 func structFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
+	eachField(t, func(n string, ft reflect.Type) { out[n] = ft })
+	return out
+}
+
+// eachField calls fn with the JSON name and type of each of t's exported
+// fields in order, the fields of an embedded struct in its place.
+func eachField(t reflect.Type, fn func(name string, ft reflect.Type)) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -487,9 +466,7 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for k, v := range structFields(ft) {
-					out[k] = v
-				}
+				eachField(ft, fn)
 				continue
 			}
 		}
@@ -499,7 +476,6 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = f.Type
+		fn(name, f.Type)
 	}
-	return out
 }
