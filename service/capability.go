@@ -375,8 +375,9 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 	// payload names) decide whether this becomes an approval, runs alone,
 	// or is a person's work.
 	var (
-		guard     *ladder.LaneGuard
-		begun     bool // the call was begun with its route
+		guard *ladder.LaneGuard
+		// The call begun with its route (RouteCreated), and the call
+		// this request asked to record.
 		begunCall ladder.RouteCall
 		begunReq  ladder.Call
 	)
@@ -394,11 +395,14 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		// A call that may run alone (no evidence gate to score between the
 		// route and the call) is recorded with its route in one
 		// transaction: one durable write before it runs, not two.
-		var then routeCommit
+		commit := s.recordRoute
 		if c.Gate == nil {
 			// The write is the begun record's span (beside the route's, as
 			// on every call), which holds its group-commit wait.
-			then = func(_ context.Context, r ladder.Route, re ladder.AuditEntry) (ladder.Route, error) {
+			commit = func(rctx context.Context, r ladder.Route, re ladder.AuditEntry) (ladder.Route, error) {
+				if r.Decision != ladder.DecisionActAlone {
+					return s.recordRoute(rctx, r, re)
+				}
 				call := s.newCall(p, c, a, payload, this.evidence, r.ID, "", &ladder.LaneGuard{Key: ladder.StepKey{Workspace: p.Workspace, Queue: r.Queue, Step: r.Step}, LaneEpoch: r.LaneEpoch})
 				call, ce, err := s.callEntry(p.KeyID, c, call)
 				if err != nil {
@@ -411,12 +415,12 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 					return ladder.Route{}, err
 				}
 				if rc.RouteCreated {
-					begun, begunCall, begunReq = true, rc, call
+					begunCall, begunReq = rc, call
 				}
 				return rc.Route, nil
 			}
 		}
-		rt, err := s.routeItemThen(ctx, p, st, item, payload, then)
+		rt, err := s.routeItemWith(ctx, p, st, item, payload, commit)
 		if err != nil {
 			return ladder.CallResult{}, err
 		}
@@ -424,7 +428,7 @@ func (s *Service) callOnce(ctx context.Context, p ladder.Principal, c ladder.Cap
 		ap.RouteID, ap.Queue, ap.Step, ap.Item = rt.ID, rt.Queue, rt.Step, rt.Item
 		switch rt.Decision {
 		case ladder.DecisionActAlone:
-			if begun {
+			if begunCall.RouteCreated {
 				// Guarded and recorded with the route, in its transaction.
 				return s.begun(ctx, p.KeyID, c, begunReq, begunCall.Call, begunCall.CallCreated, res)
 			}

@@ -157,18 +157,23 @@ const laneAttempts = 4
 // view of step states (a hint, with no read); a refused one, and every one
 // after it, reads the state from the store.
 func (s *Service) routeItem(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage) (rt ladder.Route, err error) {
-	return s.routeItemThen(ctx, p, st, item, features, nil)
+	return s.routeItemWith(ctx, p, st, item, features, s.recordRoute)
 }
 
-// routeCommit stores an act-alone route together with the write it
-// allows (a capability call's begun record, RouteAndBeginCall), in one
-// transaction; ErrLaneChanged or ErrAuditRateChanged stores nothing and
-// the route is decided again.
+// routeCommit stores a decided route with its audit entry, and with any
+// write the route allows in the same transaction (a capability call's begun
+// record, RouteAndBeginCall); ErrLaneChanged or ErrAuditRateChanged stores
+// nothing and the route is decided again.
 type routeCommit func(ctx context.Context, r ladder.Route, entry ladder.AuditEntry) (ladder.Route, error)
 
-// routeItemThen is routeItem; when then is set, a route that decides
-// act-alone is stored by then instead of by RecordRoute alone.
-func (s *Service) routeItemThen(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage, then routeCommit) (rt ladder.Route, err error) {
+// recordRoute is the routeCommit of a route alone.
+func (s *Service) recordRoute(ctx context.Context, r ladder.Route, entry ladder.AuditEntry) (ladder.Route, error) {
+	got, _, err := s.store.RecordRoute(ctx, r, entry)
+	return got, err
+}
+
+// routeItemWith is routeItem with each decided route stored by commit.
+func (s *Service) routeItemWith(ctx context.Context, p ladder.Principal, st ladder.Step, item string, features json.RawMessage, commit routeCommit) (rt ladder.Route, err error) {
 	ctx, sp := tracing.Start(ctx, s.tracer, tracing.SpanRoute)
 	defer func() { endRoute(sp, p, st, rt, err) }()
 	key := ladder.StepKey{Workspace: p.Workspace, Queue: st.Queue, Step: st.ID}
@@ -192,12 +197,7 @@ func (s *Service) routeItemThen(ctx context.Context, p ladder.Principal, st ladd
 		if err != nil {
 			return ladder.Route{}, err
 		}
-		var got ladder.Route
-		if then != nil && r.Decision == ladder.DecisionActAlone {
-			got, err = then(ctx, r, entry)
-		} else {
-			got, _, err = s.store.RecordRoute(ctx, r, entry)
-		}
+		got, err := commit(ctx, r, entry)
 		if rateChanged := errors.Is(err, ladder.ErrAuditRateChanged); rateChanged || errors.Is(err, ladder.ErrLaneChanged) {
 			s.steps.drop(key)
 			useView = false

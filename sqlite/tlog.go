@@ -92,10 +92,8 @@ func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []l
 	// writer (BENCHMARKS.md). Integration adds consecutive leaves, whose
 	// stored hashes are consecutive too; anything else is refused.
 	if len(leaves) > 0 {
-		for i, l := range leaves {
-			if l.Index != leaves[0].Index+int64(i) {
-				return fmt.Errorf("insert leaves: leaf %d after leaf %d is not the next one", l.Index, leaves[0].Index+int64(i)-1)
-			}
+		if err := consecutive("leaf", len(leaves), func(i int) int64 { return leaves[i].Index }); err != nil {
+			return fmt.Errorf("insert leaves: %w", err)
 		}
 		seqs := jsonArray(len(leaves), func(b []byte, i int) []byte { return strconv.AppendInt(b, leaves[i].Seq, 10) })
 		if _, err := t.w.exec(`INSERT INTO tlog_leaf (workspace, idx, seq) SELECT ?, ? + j.key, j.value FROM json_each(?) AS j`, t.ws, leaves[0].Index, seqs); err != nil {
@@ -103,10 +101,8 @@ func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []l
 		}
 	}
 	if len(hashes) > 0 {
-		for i, h := range hashes {
-			if h.Index != hashes[0].Index+int64(i) {
-				return fmt.Errorf("insert stored hashes: hash %d after hash %d is not the next one", h.Index, hashes[0].Index+int64(i)-1)
-			}
+		if err := consecutive("hash", len(hashes), func(i int) int64 { return hashes[i].Index }); err != nil {
+			return fmt.Errorf("insert stored hashes: %w", err)
 		}
 		hexes := jsonArray(len(hashes), func(b []byte, i int) []byte {
 			return append(hex.AppendEncode(append(b, '"'), hashes[i].Hash[:]), '"')
@@ -118,6 +114,17 @@ func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []l
 	_, err := t.w.exec(`INSERT INTO tlog_head (workspace, size, last_seq) VALUES (?, ?, ?)
 		ON CONFLICT (workspace) DO UPDATE SET size = excluded.size, last_seq = excluded.last_seq`, t.ws, size, lastSeq)
 	return err
+}
+
+// consecutive refuses n indexes (index(i) the i-th) unless each is the one
+// after the one before it.
+func consecutive(what string, n int, index func(i int) int64) error {
+	for i := 1; i < n; i++ {
+		if index(i) != index(i-1)+1 {
+			return fmt.Errorf("%s %d after %s %d is not the next one", what, index(i), what, index(i-1))
+		}
+	}
+	return nil
 }
 
 // jsonArray returns a JSON array of n elements, element i written by elem
