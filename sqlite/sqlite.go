@@ -54,6 +54,11 @@ type Options struct {
 	Readers int
 	// MaxBatch caps how many writes share one transaction. Zero means 256.
 	MaxBatch int
+	// Linger is how long the writer may wait for more writes before it
+	// commits a small batch while other writers are in flight
+	// (groupcommit.Options.Linger, with LingerBatch 16). Zero means
+	// DefaultLinger; negative never lingers.
+	Linger time.Duration
 	// ReadOnly opens an existing database for reading only (SQLite's
 	// mode=ro): a missing file is an error naming it and is never
 	// created, the schema is not migrated, and every write fails with an
@@ -61,6 +66,13 @@ type Options struct {
 	// (ladder audit list|verify|export --db).
 	ReadOnly bool
 }
+
+// DefaultLinger is Options.Linger's default. Every SQLite commit writes
+// each page it dirtied to the WAL and syncs it; a load of proxied calls
+// (each waits on its upstream between its two writes) commits a few writes
+// at a time, and a wait of 300 µs, short beside a sync, lets about twice
+// as many share one commit (BENCHMARKS.md, issue 22 session 5).
+const DefaultLinger = 300 * time.Microsecond
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
 // for concurrent use, and several processes may open the same file.
@@ -179,7 +191,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	s := &Store{path: path, log: opts.Logger, now: opts.Now, readers: readers, writer: writer,
 		ckpt: ckpt, stopCkpt: make(chan struct{}), ckptDone: make(chan struct{})}
-	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
+	}
+	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch, Linger: max(opts.Linger, 0)})
 	go s.checkpointLoop()
 	return s, nil
 }

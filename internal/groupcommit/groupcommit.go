@@ -7,7 +7,9 @@
 // op waiting (up to Options.MaxBatch), runs them in one transaction through
 // the backend's run function, and answers each caller only after the commit.
 // While one batch syncs, the next one queues up, so the batch size grows with
-// the load by itself and no caller waits on a timer.
+// the load by itself. Options.Linger adds a short, guarded wait for more ops
+// where a load keeps batches small (see there); a lone caller never waits
+// on a timer.
 //
 // The package knows nothing about SQL: the backend (sqlite, postgres) begins
 // the transaction, runs each op inside a savepoint so that one failing op
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ladderhq/ladder/internal/tracing"
 )
@@ -49,6 +52,21 @@ type Options struct {
 	// QueueSize is how many ops may wait for the writer before Do blocks
 	// (back-pressure). Zero means 4 × MaxBatch.
 	QueueSize int
+	// Linger lets the writer wait up to this long for more ops before it
+	// runs a small batch, as PostgreSQL's commit_delay does. A commit
+	// writes every page its ops dirtied and syncs once, and a load whose
+	// callers spend most of their time elsewhere (a proxied call waits on
+	// its upstream between its two writes) arrives a few ops at a time:
+	// each op then pays for most of a commit alone. The wait is guarded
+	// as commit_siblings guards commit_delay: the writer lingers only
+	// after a batch of more than one op (other callers are in flight), and
+	// only until the batch is one op larger than the last one or holds
+	// LingerBatch ops, so a lone caller never waits and the batch grows
+	// only as far as ops keep arriving. Zero never lingers.
+	Linger time.Duration
+	// LingerBatch is the batch size at which the writer stops lingering.
+	// Zero means 16.
+	LingerBatch int
 }
 
 // Stats counts what a Batcher did, for metrics and tests.
@@ -60,9 +78,11 @@ type Stats struct {
 // Batcher is a group-commit queue with one writer goroutine. Its methods
 // are safe for concurrent use.
 type Batcher[T any] struct {
-	run      RunFunc[T]
-	maxBatch int
-	reqs     chan *request[T]
+	run         RunFunc[T]
+	maxBatch    int
+	linger      time.Duration
+	lingerBatch int
+	reqs        chan *request[T]
 
 	// mu guards closed and the send on reqs, so Close cannot close the
 	// channel while a Do is sending on it.
@@ -92,11 +112,16 @@ func New[T any](run RunFunc[T], opts Options) *Batcher[T] {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 4 * opts.MaxBatch
 	}
+	if opts.LingerBatch <= 0 {
+		opts.LingerBatch = 16
+	}
 	b := &Batcher[T]{
-		run:      run,
-		maxBatch: opts.MaxBatch,
-		reqs:     make(chan *request[T], opts.QueueSize),
-		done:     make(chan struct{}),
+		run:         run,
+		maxBatch:    opts.MaxBatch,
+		linger:      opts.Linger,
+		lingerBatch: min(opts.LingerBatch, opts.MaxBatch),
+		reqs:        make(chan *request[T], opts.QueueSize),
+		done:        make(chan struct{}),
 	}
 	go b.loop()
 	return b
@@ -156,30 +181,66 @@ func (b *Batcher[T]) Stats() Stats {
 	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load()}
 }
 
-// loop is the writer goroutine: block for one op, then take whatever else is
-// already waiting, without lingering, and run it all as one batch.
+// loop is the writer goroutine: block for one op, take whatever else is
+// already waiting, linger for more when Options.Linger allows it, and run
+// it all as one batch.
 func (b *Batcher[T]) loop() {
 	defer close(b.done)
 	batch := make([]*request[T], 0, b.maxBatch)
+	var timer *time.Timer
+	last := 0 // the previous batch's size
 	for {
 		req, ok := <-b.reqs
 		if !ok {
 			return
 		}
 		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < b.maxBatch {
-			select {
-			case r, ok := <-b.reqs:
-				if !ok {
-					break fill // closed: run this batch; the next receive ends the loop
-				}
-				batch = append(batch, r)
-			default:
-				break fill
+		open := b.take(&batch, b.maxBatch)
+		if want := min(last+1, b.lingerBatch); open && b.linger > 0 && last > 1 && len(batch) < want {
+			if timer == nil {
+				timer = time.NewTimer(b.linger)
+			} else {
+				timer.Reset(b.linger)
 			}
+			b.lingerFor(&batch, want, timer.C)
+			timer.Stop()
+			b.take(&batch, b.maxBatch)
 		}
+		last = len(batch)
 		b.runBatch(batch)
+	}
+}
+
+// take appends the ops already waiting to batch, up to max, without
+// blocking. It reports false once the queue is closed.
+func (b *Batcher[T]) take(batch *[]*request[T], max int) (open bool) {
+	for len(*batch) < max {
+		select {
+		case r, ok := <-b.reqs:
+			if !ok {
+				return false // closed: run this batch; the next receive ends the loop
+			}
+			*batch = append(*batch, r)
+		default:
+			return true
+		}
+	}
+	return true
+}
+
+// lingerFor waits for ops until batch holds want of them, the timer fires
+// or the queue closes.
+func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, fired <-chan time.Time) {
+	for len(*batch) < want {
+		select {
+		case r, ok := <-b.reqs:
+			if !ok {
+				return
+			}
+			*batch = append(*batch, r)
+		case <-fired:
+			return
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,4 +275,128 @@ func TestSavepointsFatal(t *testing.T) {
 	if !errors.Is(fatal, boom) || !errors.Is(fatal, broken) {
 		t.Errorf("fatal = %v, want it to wrap both the op's and the rollback's error", fatal)
 	}
+}
+
+// twoBatch runs a batch of one (the blocker) and then a batch of two, so
+// that the writer has seen other callers in flight: its next small batch
+// may linger.
+func twoBatch(t *testing.T, b *Batcher[*fakeTx]) {
+	t.Helper()
+	release := blockWriter(t, b)
+	var wg sync.WaitGroup
+	for _, s := range []string{"a", "b"} {
+		wg.Go(func() {
+			if err := b.Do(context.Background(), write(s)); err != nil {
+				t.Errorf("Do(%s): %v", s, err)
+			}
+		})
+	}
+	waitQueued(t, b, 2)
+	release()
+	wg.Wait()
+}
+
+// doAsync runs Do in a goroutine and gives the writer a moment to take the
+// op, so that the next op arrives while it lingers (what the tests assert
+// does not depend on that moment: only the path taken does).
+func doAsync(b *Batcher[*fakeTx], s string) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- b.Do(context.Background(), write(s)) }()
+	time.Sleep(10 * time.Millisecond)
+	return done
+}
+
+func TestLingerGathersOneMoreThanLastBatch(t *testing.T) {
+	db := &fakeDB{}
+	// An hour: if the writer waited for the timer, the test would time out.
+	b := New(db.run, Options{Linger: time.Hour})
+	defer b.Close()
+	twoBatch(t, b)
+	// Three callers arriving one after another while the writer lingers:
+	// it holds the first until the batch is one larger than the last (2).
+	var dones []<-chan error
+	for _, s := range []string{"c", "d", "e"} {
+		dones = append(dones, doAsync(b, s))
+	}
+	for i, done := range dones {
+		if err := within(t, done); err != nil {
+			t.Errorf("op %d: %v", i, err)
+		}
+	}
+	committed, sizes := db.snapshot()
+	if diff := cmp.Diff([]int{1, 2, 3}, sizes); diff != "" {
+		t.Errorf("transaction sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, sortedCopy(committed)); diff != "" {
+		t.Errorf("committed (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoneCallerNeverLingers(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{Linger: time.Hour})
+	defer b.Close()
+	// One caller at a time: every batch holds one op, so the writer never
+	// sees a sibling and commits each at once (an hour's linger would time
+	// the test out).
+	for i := range 5 {
+		done := make(chan error, 1)
+		go func() { done <- b.Do(context.Background(), write(fmt.Sprint(i))) }()
+		if err := within(t, done); err != nil {
+			t.Fatalf("Do %d: %v", i, err)
+		}
+	}
+	if _, sizes := db.snapshot(); !cmp.Equal(sizes, []int{1, 1, 1, 1, 1}) {
+		t.Errorf("transaction sizes %v, want five of one", sizes)
+	}
+}
+
+func TestLingerEndsWhenTheTimerFires(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{Linger: 20 * time.Millisecond})
+	defer b.Close()
+	twoBatch(t, b)
+	// After a batch of two the writer waits for a second op that never
+	// comes, then commits the one it has.
+	if err := b.Do(context.Background(), write("alone")); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if _, sizes := db.snapshot(); !cmp.Equal(sizes, []int{1, 2, 1}) {
+		t.Errorf("transaction sizes %v, want [1 2 1]", sizes)
+	}
+}
+
+func TestCloseWhileLingering(t *testing.T) {
+	db := &fakeDB{}
+	b := New(db.run, Options{Linger: time.Hour})
+	twoBatch(t, b)
+	done := doAsync(b, "lingering")
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the op the writer lingered over: %v", err)
+	}
+	if committed, _ := db.snapshot(); !cmp.Equal(sortedCopy(committed), []string{"a", "b", "lingering"}) {
+		t.Errorf("committed %v", committed)
+	}
+}
+
+// within waits for done; an op the writer keeps for its hour-long linger
+// fails the test instead of timing it out.
+func within(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer is still holding the op: it lingered for its timer")
+		return nil
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	slices.Sort(c)
+	return c
 }
