@@ -135,12 +135,25 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
 // Only the filters q sets become conditions, so SQLite picks the index of
-// the one that narrows (migrations 0001 and 0011).
+// the one that narrows (migrations 0001, 0011 and 0016).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	if s.noAuditStep && (q.Queue != "" || q.Step != "") {
 		return nil, fmt.Errorf("list audit: the database %s predates the audit step filter (migration 0011) and is open read-only; open it once read-write (ladder serve) to migrate it", s.path)
 	}
-	limit := ladder.PageLimit(q.Limit)
+	query, args := auditListQuery(q)
+	rows, err := s.readers.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
+	}
+	recs, err := collect(rows, scanAudit)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
+	}
+	return recs, nil
+}
+
+// auditListQuery is ListAudit's statement and arguments for q.
+func auditListQuery(q ladder.AuditQuery) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -151,6 +164,11 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 		if f.val != "" {
 			where, args = append(where, f.col+" = ?"), append(args, f.val)
 		}
+	}
+	if q.Step != "" {
+		// Implied by step = ?, but SQLite uses the partial step index
+		// (migration 0016) only when the query names its WHERE term.
+		where = append(where, "step <> ''")
 	}
 	// Stored times are fixed-width RFC 3339 in UTC (timeLayout), so they
 	// compare as text.
@@ -174,16 +192,7 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY ` + order + ` LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.readers.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
-	}
-	recs, err := collect(rows, scanAudit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
-	}
-	return recs, nil
+	return query, append(args, ladder.PageLimit(q.Limit))
 }
 
 // walkPage is how many records WalkAudit reads per query. Paging keeps a

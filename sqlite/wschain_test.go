@@ -35,6 +35,8 @@ func TestMigration0014(t *testing.T) {
 		`ALTER TABLE tlog_meta DROP COLUMN chain_seq`, `ALTER TABLE tlog_meta ADD COLUMN watermark INTEGER NOT NULL DEFAULT 0`,
 		// 0015's indexes too, as every later migration runs again.
 		`DROP INDEX deliveries_delivered`, `DROP INDEX deliveries_dead`, `DROP INDEX deliveries_event`, `DROP INDEX outbox_fanned_at`,
+		// 0016's partial step index is 0011's again, which held every record.
+		`DROP INDEX audit_by_workspace_step`, `CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
 	}
 	for _, stmt := range stmts {

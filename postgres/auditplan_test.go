@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ladderhq/ladder"
+)
+
+// TestAuditStepFilterPlans checks that ListAudit's step filters read the
+// partial step index (migration 0016) in the generic plan, the one a
+// prepared statement settles on: the planner cannot prove step = $1
+// implies the index's step <> ”, so the query names that term itself. The
+// records are as a server writes them: most name no step, one in ten one
+// of many rare steps (auditPlanRecords).
+func TestAuditStepFilterPlans(t *testing.T) {
+	schema := newSchema(t)
+	auditPlanRecords(t, openTest(t, schema))
+	conn := adminConn(t, schema)
+	checkPartialStepIndex(t, conn, schema)
+	for _, stmt := range []string{`ANALYZE audit`, `SET plan_cache_mode = force_generic_plan`} {
+		if _, err := conn.Exec(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, q := range []ladder.AuditQuery{
+		{Workspace: "ws-a", Step: "s0"},
+		{Workspace: "ws-a", Step: "s0", Desc: true},
+		{Workspace: "ws-a", Step: "s0", Desc: true, BeforeSeq: 2000},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0"},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0", AfterSeq: 100, Limit: 5},
+	} {
+		query, args := auditListQuery(q)
+		if _, err := conn.Exec(t.Context(), fmt.Sprintf(`PREPARE list_%d AS %s`, i, query)); err != nil {
+			t.Fatal(err)
+		}
+		params := make([]string, len(args))
+		for j := range args {
+			params[j] = fmt.Sprintf("$%d", j+1)
+		}
+		// The simple protocol sends the values inline: EXPLAIN EXECUTE
+		// takes no parameters of its own.
+		rows, err := conn.Query(t.Context(), fmt.Sprintf(`EXPLAIN EXECUTE list_%d(%s)`, i, strings.Join(params, ", ")),
+			append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan := strings.Join(lines, "\n"); !strings.Contains(plan, " on audit_by_workspace_step ") && !strings.Contains(plan, " using audit_by_workspace_step ") {
+			t.Errorf("ListAudit workspace=%q queue=%q step=%q desc=%v before=%d after=%d: generic plan\n%s\nreads no audit_by_workspace_step",
+				q.Workspace, q.Queue, q.Step, q.Desc, q.BeforeSeq, q.AfterSeq, plan)
+		}
+	}
+}
+
+// auditPlanRecords appends records as a server writes them: most name no
+// step (capability calls, results, keys), one in five names one of many
+// rare steps.
+func auditPlanRecords(t *testing.T, s ladder.AuditStore) {
+	t.Helper()
+	var entries []ladder.AuditEntry
+	for i := range 4000 {
+		var data any = map[string]any{"call": i}
+		if i%5 == 0 {
+			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
+		}
+		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	for i := 0; i < len(entries); i += 500 {
+		if _, err := s.AppendAudit(t.Context(), entries[i:i+500]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkPartialStepIndex fails t unless schema's step index is migration
+// 0016's partial one.
+func checkPartialStepIndex(t *testing.T, conn *pgx.Conn, schema string) {
+	t.Helper()
+	var def string
+	if err := conn.QueryRow(t.Context(), `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'audit_by_workspace_step'`, schema).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(def, "WHERE (step <> ''::text)") {
+		t.Errorf("audit_by_workspace_step is %q, want the partial index of migration 0016", def)
+	}
+}
+
+// TestMigration0016 opens a schema whose step index still holds every
+// record (before migration 0016): read-only, its step and queue filters
+// read it as they did; read-write, the migration makes it partial and the
+// filters find the same records.
+func TestMigration0016(t *testing.T) {
+	schema := newSchema(t)
+	s := openTest(t, schema)
+	auditPlanRecords(t, s)
+	queries := []ladder.AuditQuery{
+		{Workspace: "ws-a", Step: "s0"},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
+		{Step: "s10", Queue: "bills"},
+		{Workspace: "ws-b", Queue: "bills"},
+	}
+	var want [][]ladder.AuditRecord
+	for _, q := range queries {
+		recs, err := s.ListAudit(t.Context(), q)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("ListAudit %+v: %d records, %v; the test data no longer covers it", q, len(recs), err)
+		}
+		want = append(want, recs)
+	}
+	s.Close()
+	conn := adminConn(t, schema)
+	for _, stmt := range []string{
+		`DROP INDEX audit_by_workspace_step`,
+		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
+		`DELETE FROM schema_migrations WHERE version >= 16`,
+	} {
+		if _, err := conn.Exec(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for i, q := range queries {
+			got, err := s.ListAudit(t.Context(), q)
+			if err != nil {
+				t.Fatalf("%s: ListAudit %+v: %v", when, q, err)
+			}
+			if diff := cmp.Diff(want[i], got); diff != "" {
+				t.Errorf("%s: ListAudit %+v (-want +got):\n%s", when, q, diff)
+			}
+		}
+	}
+	ro, err := Open(t.Context(), testDSN(t), Options{Schema: schema, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ro, "read-only before 0016")
+	ro.Close()
+	s = openTest(t, schema)
+	check(s, "after 0016")
+	checkPartialStepIndex(t, conn, schema)
+}
+
+// BenchmarkStepIndexWAL inserts b.N audit rows in one statement and
+// reports the WAL PostgreSQL writes for them (EXPLAIN (ANALYZE, WAL)):
+// heap and every index, with the step index as migration 0011 made it
+// (full) and as 0016 does (partial), for rows that name no step and rows
+// that do. Run with -benchtime=2000x: b.N rows go into one statement.
+func BenchmarkStepIndexWAL(b *testing.B) {
+	for _, index := range []string{"full", "partial"} {
+		for _, step := range []string{"", "post_tms"} {
+			name := "index=" + index + "/records=no-step"
+			if step != "" {
+				name = "index=" + index + "/records=step"
+			}
+			b.Run(name, func(b *testing.B) {
+				schema := newSchema(b)
+				openTest(b, schema).Close()
+				conn := adminConn(b, schema)
+				if index == "full" {
+					for _, stmt := range []string{`DROP INDEX audit_by_workspace_step`, `CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`} {
+						if _, err := conn.Exec(b.Context(), stmt); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				queue := ""
+				if step != "" {
+					queue = "bills"
+				}
+				b.ResetTimer()
+				var out []byte
+				if err := conn.QueryRow(b.Context(), `EXPLAIN (ANALYZE, WAL, FORMAT JSON)
+					INSERT INTO audit (seq, workspace, actor, kind, subject, at, data, prev_hash, hash, queue, step, ws_idx)
+					SELECT g, 'ws', 'k1', 'call', 'cl_1', now(), '\x7b7d', 'p', 'h', $1, $2, g FROM generate_series(1, $3::bigint) AS g`,
+					queue, step, b.N).Scan(&out); err != nil {
+					b.Fatal(err)
+				}
+				var plan []struct {
+					Plan struct {
+						Records float64 `json:"WAL Records"`
+						Bytes   float64 `json:"WAL Bytes"`
+					} `json:"Plan"`
+				}
+				if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
+					b.Fatalf("EXPLAIN: %s, %v", out, err)
+				}
+				b.ReportMetric(plan[0].Plan.Records/float64(b.N), "WAL-records/row")
+				b.ReportMetric(plan[0].Plan.Bytes/float64(b.N), "WAL-bytes/row")
+			})
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package sqlite
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ladderhq/ladder"
+)
+
+// auditPlanRecords appends records as a server writes them: most name no
+// step (capability calls, results, keys), one in five names one of many
+// rare steps.
+func auditPlanRecords(t *testing.T, s ladder.AuditStore) {
+	t.Helper()
+	var entries []ladder.AuditEntry
+	for i := range 4000 {
+		var data any = map[string]any{"call": i}
+		if i%5 == 0 {
+			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
+		}
+		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	for i := 0; i < len(entries); i += 500 {
+		if _, err := s.AppendAudit(t.Context(), entries[i:i+500]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAuditStepFilterPlans checks the index each ListAudit filter reads:
+// a step filter with its queue reads the partial step index (migration
+// 0016), which SQLite uses only when the query names its step <> ” term.
+// A step without its queue, or a queue alone, walks the workspace's
+// records in seq order, as before migration 0016: with the queue between
+// step and seq in the step index, SQLite (with no statistics) prefers not
+// to sort.
+func TestAuditStepFilterPlans(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "ladder.db"))
+	defer s.Close()
+	auditPlanRecords(t, s)
+	var def string
+	if err := s.readers.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_schema WHERE name = 'audit_by_workspace_step'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(def, "WHERE step <> ''") {
+		t.Errorf("audit_by_workspace_step is %q, want the partial index of migration 0016", def)
+	}
+	for _, tc := range []struct {
+		q     ladder.AuditQuery
+		index string
+	}{
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills", Step: "s0"}, "audit_by_workspace_step"},
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true}, "audit_by_workspace_step"},
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000}, "audit_by_workspace_step"},
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills", Step: "s0", AfterSeq: 100, Limit: 5}, "audit_by_workspace_step"},
+		{ladder.AuditQuery{Workspace: "ws-a", Step: "s0"}, "audit_by_workspace"},
+		{ladder.AuditQuery{Workspace: "ws-a", Step: "s0", Desc: true, BeforeSeq: 2000}, "audit_by_workspace"},
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills"}, "audit_by_workspace"},
+		{ladder.AuditQuery{Workspace: "ws-a", Queue: "bills", Desc: true}, "audit_by_workspace"},
+	} {
+		if got := sqlitePlan(t, s.readers, tc.q); !strings.Contains(got, "USING INDEX "+tc.index+" (") {
+			t.Errorf("ListAudit %s: plan %q, want it to read %s", describeQuery(tc.q), got, tc.index)
+		}
+	}
+}
+
+// sqlitePlan is SQLite's plan for ListAudit's query of q, its details on
+// one line.
+func sqlitePlan(t *testing.T, db *sql.DB, q ladder.AuditQuery) string {
+	t.Helper()
+	query, args := auditListQuery(q)
+	rows, err := db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var details []string
+	for rows.Next() {
+		var (
+			id, parent, notUsed int
+			detail              string
+		)
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		details = append(details, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(details, "; ")
+}
+
+// describeQuery names q's filters that are set.
+func describeQuery(q ladder.AuditQuery) string {
+	return fmt.Sprintf("workspace=%q queue=%q step=%q desc=%v before=%d after=%d", q.Workspace, q.Queue, q.Step, q.Desc, q.BeforeSeq, q.AfterSeq)
+}
+
+// TestMigration0016 opens a database whose step index still holds every
+// record (before migration 0016): read-only, its step filters read it as
+// they did; read-write, the migration makes it partial and the filters
+// find the same records.
+func TestMigration0016(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ladder.db")
+	w := openPath(t, path)
+	auditPlanRecords(t, w)
+	queries := []ladder.AuditQuery{
+		{Workspace: "ws-a", Step: "s0"},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
+		{Step: "s10", Queue: "bills"},
+		{Workspace: "ws-b", Queue: "bills"},
+	}
+	var want [][]ladder.AuditRecord
+	for _, q := range queries {
+		recs, err := w.ListAudit(t.Context(), q)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("ListAudit %s: %d records, %v; the test data no longer covers it", describeQuery(q), len(recs), err)
+		}
+		want = append(want, recs)
+	}
+	w.Close()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, stmt := range []string{
+		`DROP INDEX audit_by_workspace_step`,
+		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
+		`DELETE FROM schema_migrations WHERE version >= 16`,
+	} {
+		if _, err := raw.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for i, q := range queries {
+			got, err := s.ListAudit(t.Context(), q)
+			if err != nil {
+				t.Fatalf("%s: ListAudit %s: %v", when, describeQuery(q), err)
+			}
+			if diff := cmp.Diff(want[i], got); diff != "" {
+				t.Errorf("%s: ListAudit %s (-want +got):\n%s", when, describeQuery(q), diff)
+			}
+		}
+	}
+
+	ro, err := Open(t.Context(), path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ro, "read-only before 0016")
+	if got := sqlitePlan(t, ro.readers, queries[1]); !strings.Contains(got, "USING INDEX audit_by_workspace_step (") {
+		t.Errorf("read-only before 0016: plan %q, want the full step index", got)
+	}
+	ro.Close()
+
+	s := openPath(t, path)
+	defer s.Close()
+	check(s, "after 0016")
+	var def string
+	if err := raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'audit_by_workspace_step'`).Scan(&def); err != nil || !strings.HasSuffix(def, "WHERE step <> ''") {
+		t.Errorf("audit_by_workspace_step after 0016: %q, %v; want the partial index", def, err)
+	}
+}
