@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/storetest"
 )
 
 // TestAuditStepFilterPlans checks that ListAudit's step filters read the
@@ -21,7 +21,7 @@ import (
 // of many rare steps (auditPlanRecords).
 func TestAuditStepFilterPlans(t *testing.T) {
 	schema := newSchema(t)
-	auditPlanRecords(t, openTest(t, schema))
+	storetest.AuditPlanRecords(t, openTest(t, schema))
 	conn := adminConn(t, schema)
 	checkPartialStepIndex(t, conn, schema)
 	for _, stmt := range []string{`ANALYZE audit`, `SET plan_cache_mode = force_generic_plan`} {
@@ -63,30 +63,6 @@ func TestAuditStepFilterPlans(t *testing.T) {
 	}
 }
 
-// auditPlanRecords appends records as a server writes them: most name no
-// step (capability calls, results, keys), one in five names one of many
-// rare steps.
-func auditPlanRecords(t *testing.T, s ladder.AuditStore) {
-	t.Helper()
-	var entries []ladder.AuditEntry
-	for i := range 4000 {
-		var data any = map[string]any{"call": i}
-		if i%5 == 0 {
-			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
-		}
-		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	for i := 0; i < len(entries); i += 500 {
-		if _, err := s.AppendAudit(t.Context(), entries[i:i+500]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // checkPartialStepIndex fails t unless schema's step index is migration
 // 0016's partial one.
 func checkPartialStepIndex(t *testing.T, conn *pgx.Conn, schema string) {
@@ -107,7 +83,7 @@ func checkPartialStepIndex(t *testing.T, conn *pgx.Conn, schema string) {
 func TestMigration0016(t *testing.T) {
 	schema := newSchema(t)
 	s := openTest(t, schema)
-	auditPlanRecords(t, s)
+	storetest.AuditPlanRecords(t, s)
 	queries := []ladder.AuditQuery{
 		{Workspace: "ws-a", Step: "s0"},
 		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},

@@ -6,36 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/storetest"
 )
-
-// auditPlanRecords appends records as a server writes them: most name no
-// step (capability calls, results, keys), one in five names one of many
-// rare steps.
-func auditPlanRecords(t *testing.T, s ladder.AuditStore) {
-	t.Helper()
-	var entries []ladder.AuditEntry
-	for i := range 4000 {
-		var data any = map[string]any{"call": i}
-		if i%5 == 0 {
-			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
-		}
-		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	for i := 0; i < len(entries); i += 500 {
-		if _, err := s.AppendAudit(t.Context(), entries[i:i+500]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestAuditStepFilterPlans checks the index each ListAudit filter reads:
 // a step filter with its queue reads the partial step index (migration
@@ -47,7 +23,7 @@ func auditPlanRecords(t *testing.T, s ladder.AuditStore) {
 func TestAuditStepFilterPlans(t *testing.T) {
 	s := openPath(t, filepath.Join(t.TempDir(), "ladder.db"))
 	defer s.Close()
-	auditPlanRecords(t, s)
+	storetest.AuditPlanRecords(t, s)
 	var def string
 	if err := s.readers.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_schema WHERE name = 'audit_by_workspace_step'`).Scan(&def); err != nil {
 		t.Fatal(err)
@@ -113,7 +89,7 @@ func describeQuery(q ladder.AuditQuery) string {
 func TestMigration0016(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ladder.db")
 	w := openPath(t, path)
-	auditPlanRecords(t, w)
+	storetest.AuditPlanRecords(t, w)
 	queries := []ladder.AuditQuery{
 		{Workspace: "ws-a", Step: "s0"},
 		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},

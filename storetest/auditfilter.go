@@ -115,3 +115,27 @@ func testAuditFilters(t *testing.T, s ladder.Store) {
 		t.Errorf("the every-filter case matches nothing; the test data no longer covers it")
 	}
 }
+
+// AuditPlanRecords appends 4,000 records as a server writes them: most name no
+// step (capability calls, results, keys), one in five names one of many
+// rare steps: the data the stores' query-plan tests read their plans on.
+func AuditPlanRecords(t *testing.T, s ladder.AuditStore) {
+	t.Helper()
+	var entries []ladder.AuditEntry
+	for i := range 4000 {
+		var data any = map[string]any{"call": i}
+		if i%5 == 0 {
+			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
+		}
+		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	for i := 0; i < len(entries); i += 500 {
+		if _, err := s.AppendAudit(t.Context(), entries[i:i+500]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
