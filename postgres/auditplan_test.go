@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ladderhq/ladder"
@@ -84,20 +83,8 @@ func TestMigration0016(t *testing.T) {
 	schema := newSchema(t)
 	s := openTest(t, schema)
 	storetest.AuditPlanRecords(t, s)
-	queries := []ladder.AuditQuery{
-		{Workspace: "ws-a", Step: "s0"},
-		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
-		{Step: "s10", Queue: "bills"},
-		{Workspace: "ws-b", Queue: "bills"},
-	}
-	var want [][]ladder.AuditRecord
-	for _, q := range queries {
-		recs, err := s.ListAudit(t.Context(), q)
-		if err != nil || len(recs) == 0 {
-			t.Fatalf("ListAudit %+v: %d records, %v; the test data no longer covers it", q, len(recs), err)
-		}
-		want = append(want, recs)
-	}
+	queries := storetest.StepFilterQueries()
+	want := storetest.ListEach(t, s, queries)
 	s.Close()
 	conn := adminConn(t, schema)
 	for _, stmt := range []string{
@@ -109,26 +96,14 @@ func TestMigration0016(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	check := func(s *Store, when string) {
-		t.Helper()
-		for i, q := range queries {
-			got, err := s.ListAudit(t.Context(), q)
-			if err != nil {
-				t.Fatalf("%s: ListAudit %+v: %v", when, q, err)
-			}
-			if diff := cmp.Diff(want[i], got); diff != "" {
-				t.Errorf("%s: ListAudit %+v (-want +got):\n%s", when, q, diff)
-			}
-		}
-	}
 	ro, err := Open(t.Context(), testDSN(t), Options{Schema: schema, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(ro, "read-only before 0016")
+	storetest.SameListings(t, ro, queries, want, "read-only before 0016")
 	ro.Close()
 	s = openTest(t, schema)
-	check(s, "after 0016")
+	storetest.SameListings(t, s, queries, want, "after 0016")
 	checkPartialStepIndex(t, conn, schema)
 }
 

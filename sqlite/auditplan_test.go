@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/storetest"
 )
@@ -90,20 +88,8 @@ func TestMigration0016(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ladder.db")
 	w := openPath(t, path)
 	storetest.AuditPlanRecords(t, w)
-	queries := []ladder.AuditQuery{
-		{Workspace: "ws-a", Step: "s0"},
-		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
-		{Step: "s10", Queue: "bills"},
-		{Workspace: "ws-b", Queue: "bills"},
-	}
-	var want [][]ladder.AuditRecord
-	for _, q := range queries {
-		recs, err := w.ListAudit(t.Context(), q)
-		if err != nil || len(recs) == 0 {
-			t.Fatalf("ListAudit %s: %d records, %v; the test data no longer covers it", describeQuery(q), len(recs), err)
-		}
-		want = append(want, recs)
-	}
+	queries := storetest.StepFilterQueries()
+	want := storetest.ListEach(t, w, queries)
 	w.Close()
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -119,24 +105,11 @@ func TestMigration0016(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	check := func(s *Store, when string) {
-		t.Helper()
-		for i, q := range queries {
-			got, err := s.ListAudit(t.Context(), q)
-			if err != nil {
-				t.Fatalf("%s: ListAudit %s: %v", when, describeQuery(q), err)
-			}
-			if diff := cmp.Diff(want[i], got); diff != "" {
-				t.Errorf("%s: ListAudit %s (-want +got):\n%s", when, describeQuery(q), diff)
-			}
-		}
-	}
-
 	ro, err := Open(t.Context(), path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(ro, "read-only before 0016")
+	storetest.SameListings(t, ro, queries, want, "read-only before 0016")
 	if got := sqlitePlan(t, ro.readers, queries[1]); !strings.Contains(got, "USING INDEX audit_by_workspace_step (") {
 		t.Errorf("read-only before 0016: plan %q, want the full step index", got)
 	}
@@ -144,7 +117,7 @@ func TestMigration0016(t *testing.T) {
 
 	s := openPath(t, path)
 	defer s.Close()
-	check(s, "after 0016")
+	storetest.SameListings(t, s, queries, want, "after 0016")
 	var def string
 	if err := raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'audit_by_workspace_step'`).Scan(&def); err != nil || !strings.HasSuffix(def, "WHERE step <> ''") {
 		t.Errorf("audit_by_workspace_step after 0016: %q, %v; want the partial index", def, err)

@@ -139,3 +139,45 @@ func AuditPlanRecords(t *testing.T, s ladder.AuditStore) {
 		}
 	}
 }
+
+// StepFilterQueries are step and queue filters over AuditPlanRecords' data
+// that each match some records: a store's test of a migration touching
+// the step index lists them before and after it.
+func StepFilterQueries() []ladder.AuditQuery {
+	return []ladder.AuditQuery{
+		{Workspace: "ws-a", Step: "s0"},
+		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
+		{Step: "s10", Queue: "bills"},
+		{Workspace: "ws-b", Queue: "bills"},
+	}
+}
+
+// ListEach returns s's records for each query, failing t on an error or a
+// query that matches nothing (the data no longer covers it).
+func ListEach(t *testing.T, s ladder.AuditStore, queries []ladder.AuditQuery) [][]ladder.AuditRecord {
+	t.Helper()
+	var got [][]ladder.AuditRecord
+	for _, q := range queries {
+		recs, err := s.ListAudit(t.Context(), q)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("ListAudit %+v: %d records, %v; the test data no longer covers it", q, len(recs), err)
+		}
+		got = append(got, recs)
+	}
+	return got
+}
+
+// SameListings fails t unless s lists want[i] for queries[i]; when names
+// the moment checked (say, "after 0016").
+func SameListings(t *testing.T, s ladder.AuditStore, queries []ladder.AuditQuery, want [][]ladder.AuditRecord, when string) {
+	t.Helper()
+	for i, q := range queries {
+		got, err := s.ListAudit(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: ListAudit %+v: %v", when, q, err)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("%s: ListAudit %+v (-want +got):\n%s", when, q, diff)
+		}
+	}
+}

@@ -195,7 +195,7 @@ func (b *Batcher[T]) loop() {
 			return
 		}
 		batch = append(batch[:0], req)
-		open := b.take(&batch, b.maxBatch)
+		open := b.take(&batch)
 		if want := min(last+1, b.lingerBatch); open && b.linger > 0 && last > 1 && len(batch) < want {
 			if timer == nil {
 				timer = time.NewTimer(b.linger)
@@ -204,17 +204,17 @@ func (b *Batcher[T]) loop() {
 			}
 			b.lingerFor(&batch, want, timer.C)
 			timer.Stop()
-			b.take(&batch, b.maxBatch)
+			b.take(&batch)
 		}
 		last = len(batch)
 		b.runBatch(batch)
 	}
 }
 
-// take appends the ops already waiting to batch, up to max, without
+// take appends the ops already waiting to batch, up to MaxBatch, without
 // blocking. It reports false once the queue is closed.
-func (b *Batcher[T]) take(batch *[]*request[T], max int) (open bool) {
-	for len(*batch) < max {
+func (b *Batcher[T]) take(batch *[]*request[T]) (open bool) {
+	for len(*batch) < b.maxBatch {
 		select {
 		case r, ok := <-b.reqs:
 			if !ok {
