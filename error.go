@@ -255,4 +255,8 @@ var (
 	// ErrRouteReviewed means CreateApproval stored nothing: the capped
 	// shadow record's route was reviewed already.
 	ErrRouteReviewed = errors.New("the route was reviewed already")
+	// ErrKeyInactive means a write made under RequireActiveKey found its
+	// key revoked, expired or gone at commit: nothing was written, and the
+	// caller is refused as with an invalid key.
+	ErrKeyInactive = errors.New("the key is not active at commit")
 )

@@ -313,6 +313,35 @@ type wtx struct {
 	// routesErr is flushRoutes' failure, kept so that the batch fails
 	// even if the op whose statement flushed the routes ignored it.
 	routesErr error
+	// keys are the answers of activeKey in this transaction.
+	keys map[string]error
+}
+
+// activeKey is a ladder.KeyCheck inside the write's transaction: the key
+// as stored now must be active at the store's clock (ladder.Key.Active),
+// else ErrKeyInactive. FOR SHARE makes a revocation committing on another
+// replica wait for this transaction, or this read wait for it: either the
+// write commits before the revocation or it sees it. Each key is read once
+// per transaction; no op writes a key and then routes in the same batch,
+// so the read need not wait for the queued routes (flushRoutes).
+func (w *wtx) activeKey(id string) error {
+	if err, ok := w.keys[id]; ok {
+		return err
+	}
+	k, err := scanKey(w.tx.QueryRow(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = $1 FOR SHARE`, id))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = fmt.Errorf("key %s is not stored: %w", id, ladder.ErrKeyInactive)
+	case err != nil:
+		return fmt.Errorf("key %s: %w", id, err)
+	case !k.Active(w.s.now()):
+		err = fmt.Errorf("key %s is revoked or expired: %w", id, ladder.ErrKeyInactive)
+	}
+	if w.keys == nil {
+		w.keys = map[string]error{}
+	}
+	w.keys[id] = err
+	return err
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -477,7 +506,20 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	return s.mapErr(s.batch.Do(ctx, op))
+	kc := ladder.ActiveKeyCheck(ctx)
+	if kc == nil {
+		return s.mapErr(s.batch.Do(ctx, op))
+	}
+	err := s.batch.Do(ctx, func(w *wtx) error {
+		if err := w.activeKey(kc.KeyID()); err != nil {
+			return err
+		}
+		return op(w)
+	})
+	if err == nil {
+		kc.Confirm()
+	}
+	return s.mapErr(err)
 }
 
 // errClosed is the error of a call on a closed store.

@@ -436,6 +436,33 @@ type wtx struct {
 	head  auditHead
 	heads map[string]wsHead
 	moved []string
+	// keys are the answers of activeKey in this transaction.
+	keys map[string]error
+}
+
+// activeKey is a ladder.KeyCheck inside the write's transaction: the key
+// as stored now must be active at the store's clock (ladder.Key.Active),
+// else ErrKeyInactive. Each key is read once per transaction; the write
+// lock held since BEGIN IMMEDIATE keeps it from changing before the
+// commit.
+func (w *wtx) activeKey(id string) error {
+	if err, ok := w.keys[id]; ok {
+		return err
+	}
+	k, err := scanKey(w.queryRow(`SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		err = fmt.Errorf("key %s is not stored: %w", id, ladder.ErrKeyInactive)
+	case err != nil:
+		return fmt.Errorf("key %s: %w", id, err)
+	case !k.Active(w.s.now()):
+		err = fmt.Errorf("key %s is revoked or expired: %w", id, ladder.ErrKeyInactive)
+	}
+	if w.keys == nil {
+		w.keys = map[string]error{}
+	}
+	w.keys[id] = err
+	return err
 }
 
 // flush writes what the transaction deferred: the chain heads that moved.
@@ -673,7 +700,20 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.readOnly {
 		return errReadOnly
 	}
-	return s.mapErr(s.batch.Do(ctx, op))
+	kc := ladder.ActiveKeyCheck(ctx)
+	if kc == nil {
+		return s.mapErr(s.batch.Do(ctx, op))
+	}
+	err := s.batch.Do(ctx, func(w *wtx) error {
+		if err := w.activeKey(kc.KeyID()); err != nil {
+			return err
+		}
+		return op(w)
+	})
+	if err == nil {
+		kc.Confirm()
+	}
+	return s.mapErr(err)
 }
 
 // errClosed is the error of a call on a closed store.

@@ -76,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) ladder.Store) {
 	tests = append(tests, sessionTests...)
 	tests = append(tests, eventTests...)
 	tests = append(tests, tlogTests...)
+	tests = append(tests, keyCheckTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {

@@ -1,0 +1,58 @@
+package ladder
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// KeyCheck makes the store the judge of a key at commit. A request whose
+// key was taken from a cache of verified keys (a hint: another replica or
+// process may have revoked it since) runs its writes under
+// RequireActiveKey; every write the store commits under it first reads
+// the key inside the write's transaction and refuses the whole write with
+// ErrKeyInactive unless the key is active then (Key.Active at the store's
+// clock). So no record is committed in the name of a key after its
+// revocation committed, whatever a cache remembers; the store marks the
+// check confirmed when such a write commits, and a request that committed
+// nothing must confirm its key by reading it before it answers.
+type KeyCheck struct {
+	id        string
+	confirmed atomic.Bool
+}
+
+// KeyID is the id of the key the check is for.
+func (c *KeyCheck) KeyID() string { return c.id }
+
+// Confirm records that a write checked the key at its commit and
+// committed. Stores call it.
+func (c *KeyCheck) Confirm() { c.confirmed.Store(true) }
+
+// Confirmed reports whether a write of this request checked the key at
+// its commit and committed.
+func (c *KeyCheck) Confirmed() bool { return c.confirmed.Load() }
+
+type keyCheckCtx struct{}
+
+// RequireActiveKey returns ctx under which every store write checks that
+// key id is active at its commit, and the check, which the store confirms.
+func RequireActiveKey(ctx context.Context, id string) (context.Context, *KeyCheck) {
+	c := &KeyCheck{id: id}
+	return context.WithValue(ctx, keyCheckCtx{}, c), c
+}
+
+// ActiveKeyCheck returns the check ctx carries, or nil.
+func ActiveKeyCheck(ctx context.Context) *KeyCheck {
+	c, _ := ctx.Value(keyCheckCtx{}).(*KeyCheck)
+	return c
+}
+
+// WithoutKeyCheck returns ctx without a key check: for a write that
+// completes work its key's earlier checked write started (a call's
+// result after the call ran), which must be stored even if the key was
+// revoked meanwhile.
+func WithoutKeyCheck(ctx context.Context) context.Context {
+	if ActiveKeyCheck(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, keyCheckCtx{}, (*KeyCheck)(nil))
+}
