@@ -114,7 +114,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	}
 
 	var p ladder.Principal
-	authed := false
+	authed, hinted := false, false
 	tok := bearer(r)
 	if tok != "" {
 		// Key lookups are bounded too: with a hung store they would pile
@@ -124,7 +124,13 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		}
 		actx, sp := tracing.Start(r.Context(), s.tracer, tracing.SpanAuthenticate)
 		var err error
-		p, err = s.svc.Authenticate(actx, tok)
+		if path == "/mcp" && r.Method == http.MethodPost {
+			// The MCP surface confirms a key taken from the view of
+			// verified keys at its commit, or before it answers.
+			p, hinted, err = s.svc.AuthenticateHint(actx, tok)
+		} else {
+			p, err = s.svc.Authenticate(actx, tok)
+		}
 		if sp.Recording() && err == nil {
 			sp.Set(tracing.Workspace.String(p.Workspace), tracing.KeyID.String(p.KeyID))
 		}
@@ -210,8 +216,14 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	}
 	if authed {
 		// The MCP surface behind this door takes the key as verified here
-		// rather than reading it again in the same request.
-		r = r.WithContext(ladder.WithVerifiedKey(context.WithValue(r.Context(), principalKey{}, p), tok, p))
+		// rather than reading it again in the same request. A hinted key
+		// is never a REST handler's principal: only the MCP surface knows
+		// to confirm it.
+		ctx := r.Context()
+		if !hinted {
+			ctx = context.WithValue(ctx, principalKey{}, p)
+		}
+		r = r.WithContext(ladder.WithVerifiedKey(ctx, tok, p, hinted))
 	}
 	return r, release, true
 }

@@ -45,6 +45,10 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
 	stateless := r.Header.Get(mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol
 	res, err := run(ctx, p, args)
+	if kr, ok := err.(keyRefused); ok {
+		h.refuseKey(w, r, id, kr.e)
+		return
+	}
 	if err == nil && res != nil {
 		if res.Content == nil {
 			res.Content = []sdk.Content{} // as Server.callTool: never "null"

@@ -256,17 +256,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeRPCError(w, http.StatusBadRequest, env.ID, verr)
 		return
 	}
-	p, aerr := h.authenticate(r)
+	p, hinted, aerr := h.authenticate(r)
+	if aerr == nil && hinted && env.Method != "tools/call" {
+		// Only a tools/call's writes check a hinted key at their commit.
+		aerr, hinted = h.confirmKey(r.Context(), p), false
+	}
 	if aerr != nil {
-		status := lhttp.Status(aerr.Code)
-		challenge := h.opts.Challenge
-		if challenge == nil {
-			challenge = lhttp.DefaultChallenge
-		}
-		if status == http.StatusUnauthorized || aerr.Code == ladder.CodeScopeMissing {
-			w.Header().Set("WWW-Authenticate", challenge(r.URL.Path, aerr))
-		}
-		h.writeRPCError(w, status, env.ID, aerr)
+		h.refuseKey(w, r, env.ID, aerr)
 		return
 	}
 	if lerr := h.svc.Admit(p); lerr != nil {
@@ -293,6 +289,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := withCall(r.Context(), callInfo{p: p, baseURL: h.baseURLFor(r), w: w})
 	if env.Method == "tools/call" {
 		cp, registered, run, cerr := h.checkToolCall(p, env)
+		fast := cerr == nil && env.argsFault == nil && !h.sdkOnly && mcpwire.PlainCall(r, env.ID, cp)
+		if hinted && !fast {
+			if kerr := h.confirmKey(r.Context(), p); kerr != nil {
+				h.refuseKey(w, r, env.ID, kerr)
+				return
+			}
+			hinted = false
+		}
 		if cerr != nil {
 			h.writeRPCError(w, http.StatusOK, env.ID, cerr)
 			return
@@ -303,7 +307,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.answerCall(ctx, w, r, h.refuseArguments(registered, env.argsFault), p, env.ID, nil)
 			return
 		}
-		if !h.sdkOnly && mcpwire.PlainCall(r, env.ID, cp) {
+		if fast {
+			if hinted {
+				ctx, run = h.checkedRun(ctx, run, p)
+			}
 			h.serveCall(ctx, w, r, run, p, env.ID, cp.Arguments)
 			return
 		}
@@ -549,19 +556,24 @@ func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
 }
 
 // authenticate resolves the caller and refuses anything but an agent key.
-func (h *Handler) authenticate(r *http.Request) (ladder.Principal, *ladder.Error) {
+// authenticate returns the request's principal, and hinted when its key
+// came from the service's view of verified keys (AuthenticateHint at the
+// front door): then the request's writes must run under
+// ladder.RequireActiveKey and its key be confirmed before any other
+// answer (checkedRun, confirmKey).
+func (h *Handler) authenticate(r *http.Request) (_ ladder.Principal, hinted bool, _ *ladder.Error) {
 	token := bearer(r)
 	if token == "" && h.opts.OpenWorkspace != "" && isLoopback(r.RemoteAddr) {
-		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, nil
+		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, false, nil
 	}
 	if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
-		return ladder.Principal{}, berr
+		return ladder.Principal{}, false, berr
 	}
-	p, verified := ladder.VerifiedKey(r.Context(), token)
+	p, hinted, verified := ladder.VerifiedKey(r.Context(), token)
 	if !verified {
 		var err error
 		if p, err = h.svc.Authenticate(r.Context(), token); err != nil {
-			return p, ladder.AsError(err)
+			return p, false, ladder.AsError(err)
 		}
 	}
 	if kerr := ladder.CheckKeyKind(p, ladder.KeyAgent); kerr != nil {
@@ -572,9 +584,56 @@ func (h *Handler) authenticate(r *http.Request) (ladder.Principal, *ladder.Error
 		if kerr.Code == ladder.CodeHumanKeyRefused {
 			kerr.Hint = "the MCP surface is for agents: use an agent key of this workspace; people approve and review in the console or over REST"
 		}
-		return p, kerr
+		return p, false, kerr
 	}
-	return p, nil
+	return p, hinted, nil
+}
+
+// confirmKey reads a hinted key from the store: nil while it is active,
+// else the refusal of an invalid key.
+func (h *Handler) confirmKey(ctx context.Context, p ladder.Principal) *ladder.Error {
+	if err := h.svc.ConfirmKey(ctx, p); err != nil {
+		return ladder.AsError(err)
+	}
+	return nil
+}
+
+// keyRefused is a tool run's refusal of a key found revoked or expired
+// after the front door took it from the view of verified keys: answered as
+// the front door answers an invalid key (refuseKey), not as a tool's
+// error.
+type keyRefused struct{ e *ladder.Error }
+
+func (k keyRefused) Error() string { return k.e.Error() }
+
+// checkedRun runs a tools/call of a hinted key: its writes commit only
+// while the key is active (ladder.RequireActiveKey), and unless one of
+// them committed the key is confirmed from the store before the answer.
+func (h *Handler) checkedRun(ctx context.Context, run toolRun, p ladder.Principal) (context.Context, toolRun) {
+	ctx, kc := ladder.RequireActiveKey(ctx, p.KeyID)
+	return ctx, func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
+		res, err := run(ctx, p, args)
+		if !kc.Confirmed() {
+			if kerr := h.confirmKey(ctx, p); kerr != nil {
+				return nil, keyRefused{kerr}
+			}
+		}
+		return res, err
+	}
+}
+
+// refuseKey answers a request whose key the server does not accept, with
+// the HTTP status of the refusal and, for a 401, the challenge.
+func (h *Handler) refuseKey(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *ladder.Error) {
+	status := lhttp.Status(e.Code)
+	challenge := h.opts.Challenge
+	if challenge == nil {
+		challenge = lhttp.DefaultChallenge
+	}
+	if status == http.StatusUnauthorized || e.Code == ladder.CodeScopeMissing {
+		w.Header().Set("WWW-Authenticate", challenge(r.URL.Path, e))
+	}
+	h.writeRPCError(w, status, id, e)
 }
 
 func bearer(r *http.Request) string {

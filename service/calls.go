@@ -191,12 +191,14 @@ func (s *Service) Close() error {
 }
 
 // recordResult stores the result of a call that ran. The caller's context
-// is not used: the result must be stored whether or not the caller still
+// is not used (only its values): the result must be stored whether or not the caller still
 // waits. A failing store is retried a few times within resultBudget; then
 // the result is held in memory and retried in the background until the
 // store takes it, and meanwhile a replay on this process answers from it.
 func (s *Service) recordResult(ctx context.Context, actor string, call ladder.Call, audit ladder.AuditEntry) {
-	ctx = context.WithoutCancel(ctx)
+	// Nor is its key check: the call began while its key was active, and
+	// what it did is stored even if the key was revoked since.
+	ctx = ladder.WithoutKeyCheck(context.WithoutCancel(ctx))
 	w := &waitingResult{call: call, actor: actor, audit: audit, size: len(call.Result) + len(call.Payload) + len(call.Error) + len(audit.Data) + 512}
 	give := time.Now().Add(resultBudget)
 	var err error

@@ -26,34 +26,53 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ladder.Princi
 		}
 		return p, err
 	}
-	invalid := &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one ({{keys_create}})"}
 	id, hash, err := ladder.ParseKeyToken(token)
 	if err != nil {
 		s.log.InfoContext(ctx, "key refused", "reason", "malformed")
-		return ladder.Principal{}, invalid
+		return ladder.Principal{}, errKeyInvalid()
 	}
+	return s.authenticateKey(ctx, id, hash, nil)
+}
+
+// errKeyInvalid is the one answer to a key that is malformed, unknown,
+// revoked or expired.
+func errKeyInvalid() *ladder.Error {
+	return &ladder.Error{Code: ladder.CodeKeyInvalid, Message: "The key is not valid.", Hint: "check the key; it may be revoked or expired — ask an admin for a new one ({{keys_create}})"}
+}
+
+// authenticateKey reads key id from the store and checks the presented
+// secret's hash, revocation and expiry; verified, when set, is given the
+// stored key of a principal it returns.
+func (s *Service) authenticateKey(ctx context.Context, id string, hash []byte, verified func(ladder.Key)) (ladder.Principal, error) {
 	k, err := s.store.GetKey(ctx, id)
 	if errors.Is(err, ladder.ErrNotFound) {
 		s.log.InfoContext(ctx, "key refused", "reason", "unknown", "key_id", id)
-		return ladder.Principal{}, invalid
+		return ladder.Principal{}, errKeyInvalid()
 	}
 	if err != nil {
 		return ladder.Principal{}, storeErr("get key", err)
 	}
 	if !k.SecretMatches(hash) {
 		s.log.InfoContext(ctx, "key refused", "reason", "secret mismatch", "key_id", id)
-		return ladder.Principal{}, invalid
+		return ladder.Principal{}, errKeyInvalid()
 	}
-	now := s.now()
 	if k.RevokedAt != nil {
 		s.log.InfoContext(ctx, "key refused", "reason", "revoked", "key_id", id)
-		return ladder.Principal{}, invalid
+		return ladder.Principal{}, errKeyInvalid()
 	}
-	if !k.Active(now) {
+	if !k.Active(s.now()) {
 		s.log.InfoContext(ctx, "key refused", "reason", "expired", "key_id", id)
-		return ladder.Principal{}, invalid
+		return ladder.Principal{}, errKeyInvalid()
 	}
-	return ladder.Principal{KeyID: k.ID, Workspace: k.Workspace, Kind: k.Kind}, nil
+	if verified != nil {
+		verified(k)
+	}
+	return principalOf(k), nil
+}
+
+// principalOf is the principal of a verified key.
+func principalOf(k ladder.Key) ladder.Principal {
+	return ladder.Principal{KeyID: k.ID, Workspace: k.Workspace, Kind: k.Kind}
 }
 
 // CreateKey creates a key and returns it with its token, which is shown
@@ -147,7 +166,10 @@ func (s *Service) RevokeKey(ctx context.Context, actor, scope, id string) (ladde
 	if err != nil {
 		return ladder.Key{}, err
 	}
-	if err := s.store.RevokeKey(ctx, id, now, entry); err != nil {
+	err = s.store.RevokeKey(ctx, id, now, entry)
+	// Dropped whatever the answer: a failed commit may have committed.
+	s.keys.drop(id)
+	if err != nil {
 		return ladder.Key{}, storeErr("revoke key", err)
 	}
 	k.RevokedAt = &now

@@ -119,6 +119,9 @@ type Service struct {
 	// steps is the view of step states routes are decided from (a hint
 	// RecordRoute re-checks).
 	steps *stepView
+	// keys is the view of verified keys the hot MCP calls are
+	// authenticated from (a hint every commit re-checks).
+	keys *keyView
 }
 
 // AllWorkspaces is the workspace of an operator's admin key that may manage
@@ -133,6 +136,7 @@ func New(opts Options) (*Service, error) {
 	s := &Service{tracer: tracing.Tracer(opts.TracerProvider), store: opts.Store, workspaces: map[string]*ladder.Workspace{}, now: opts.Now, log: opts.Logger, rules: opts.Rules, auditSecret: opts.AuditSecret}
 	s.gates = opts.Gates
 	s.steps = newStepView()
+	s.keys = newKeyView()
 	s.tokens = opts.Tokens
 	s.checkpoints = opts.Checkpoints
 	s.runner, s.approvalTTL = opts.Runner, opts.ApprovalTTL
@@ -191,6 +195,12 @@ func storeErr(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ladder.ErrKeyInactive):
+		// Revoked or expired since the request was authenticated: refused
+		// at the commit (ladder.RequireActiveKey), as an invalid key.
+		e := errKeyInvalid()
+		e.Err = fmt.Errorf("%s: %w", op, err)
+		return e
 	case errors.Is(err, ladder.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return &ladder.Error{Code: ladder.CodeAuditUnavailable, Message: "The audit log cannot be written right now, so nothing was done.", Hint: "retry shortly; the operator is alerted through /readyz and metrics", Err: fmt.Errorf("%s: %w", op, err)}
 	}

@@ -76,8 +76,9 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 	if pg, ok := st.store.(*postgres.Store); ok {
 		// Hear of changes committed by any replica at once: the
 		// dispatcher of events to deliver, the agents waiting on an
-		// approval of its decision, and the view of step states routes
-		// are decided from (a hint the commit re-checks).
+		// approval of its decision, and the views of step states and of
+		// verified keys requests are decided from (hints the commit
+		// re-checks).
 		go func() {
 			for ev := range pg.Subscribe(ctx) {
 				switch ev.Kind {
@@ -90,10 +91,13 @@ func startDispatcher(ctx context.Context, st *stack, reg prometheus.Registerer, 
 					st.svc.ApprovalChanged(ev.ApprovalID)
 				case postgres.EventStep:
 					st.svc.StepChanged(ladder.StepKey{Workspace: ev.Workspace, Queue: ev.Queue, Step: ev.Step})
+				case postgres.EventKey:
+					st.svc.KeyChanged(ev.KeyID)
 				case postgres.EventResync:
 					d.Kick()
 					st.svc.ApprovalChanged("")
 					st.svc.StepChanged(ladder.StepKey{})
+					st.svc.KeyChanged("")
 				}
 			}
 		}()
