@@ -39,6 +39,7 @@ type options struct {
 	step     string
 	backends string
 	addr     string
+	surface  string
 }
 
 func main() {
@@ -51,7 +52,12 @@ func main() {
 	flag.StringVar(&o.step, "step", "post_tms", "step of the demo config's bills queue to route")
 	flag.StringVar(&o.backends, "backends", "sqlite,postgres", "backends to measure, in order")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "address ladder serve listens on (port 0: any free one)")
+	flag.StringVar(&o.surface, "surface", "rest", "rest (POST /v1/route) or mcp (the route_item tool on /mcp)")
 	flag.Parse()
+	if o.surface != "rest" && o.surface != "mcp" {
+		fmt.Fprintf(os.Stderr, "routes: -surface is %q; use rest or mcp\n", o.surface)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "routes:", err)
 		os.Exit(1)
@@ -103,8 +109,12 @@ func run(o options) error {
 		}
 		results = append(results, r)
 	}
-	fmt.Printf("\n%d clients, %s measured after %s warm-up, POST /v1/route (bills/%s, distinct items), %d CPUs, %s\n\n",
-		o.clients, o.duration, o.warmup, o.step, runtime.NumCPU(), runtime.Version())
+	how := "POST /v1/route"
+	if o.surface == "mcp" {
+		how = "route_item on /mcp"
+	}
+	fmt.Printf("\n%d clients, %s measured after %s warm-up, %s (bills/%s, distinct items), %d CPUs, %s\n\n",
+		o.clients, o.duration, o.warmup, how, o.step, runtime.NumCPU(), runtime.Version())
 	fmt.Println("| backend | durable routes/s | p50 | p99 | routes | failed |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -141,7 +151,11 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 	}
 	run := loadkit.RandHex(4)
 	lr := loadkit.Load(o.clients, 1, o.warmup, o.duration, func(c, n int) (int, string) {
-		return 0, loadkit.PostRoute(client, base, token, map[string]string{"queue": "bills", "step": o.step, "item": fmt.Sprintf("%s-%d-%d", run, c, n)})
+		item := fmt.Sprintf("%s-%d-%d", run, c, n)
+		if o.surface == "mcp" {
+			return 0, loadkit.CallRouteItem(client, base, token, map[string]string{"step": o.step, "item": item})
+		}
+		return 0, loadkit.PostRoute(client, base, token, map[string]string{"queue": "bills", "step": o.step, "item": item})
 	})
 	r := result{backend: name, Result: lr}
 	fmt.Fprintf(os.Stderr, "%s: %d routes in %s (%.0f/s), p50 %s, p99 %s, %d failed\n", name, lr.Total(), lr.Elapsed.Round(time.Millisecond), float64(lr.Total())/lr.Elapsed.Seconds(), loadkit.Ms(lr.P50), loadkit.Ms(lr.P99), lr.Failed)

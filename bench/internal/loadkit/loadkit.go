@@ -229,3 +229,30 @@ func PostRoute(client *http.Client, base, token string, req map[string]string) s
 	}
 	return ""
 }
+
+// CallRouteItem routes one item with the MCP tool route_item (a stateless
+// tools/call on /mcp) and describes a failure ("" when a route came back).
+func CallRouteItem(client *http.Client, base, token string, args map[string]string) string {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "route_item", "arguments": args}})
+	if err != nil {
+		return err.Error()
+	}
+	req, err := http.NewRequest("POST", base+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"route_id`)) || bytes.Contains(b, []byte(`"isError":true`)) {
+		return fmt.Sprintf("%d %s %v", resp.StatusCode, bytes.TrimSpace(b), err)
+	}
+	return ""
+}
