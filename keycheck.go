@@ -2,7 +2,9 @@ package ladder
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // KeyCheck makes the store the judge of a key at commit. A request whose
@@ -55,4 +57,52 @@ func WithoutKeyCheck(ctx context.Context) context.Context {
 		return ctx
 	}
 	return context.WithValue(ctx, keyCheckCtx{}, (*KeyCheck)(nil))
+}
+
+// KeyCheckedOp returns op preceded by the check of ctx's KeyCheck, if
+// any, run by active inside the write's transaction, and the function a
+// store calls with the write's result, which confirms the check when the
+// write committed. Without a check it returns op as it is.
+func KeyCheckedOp[T any](ctx context.Context, op func(T) error, active func(T, string) error) (func(T) error, func(error)) {
+	kc := ActiveKeyCheck(ctx)
+	if kc == nil {
+		return op, func(error) {}
+	}
+	return func(t T) error {
+			if err := active(t, kc.KeyID()); err != nil {
+				return err
+			}
+			return op(t)
+		}, func(err error) {
+			if err == nil {
+				kc.Confirm()
+			}
+		}
+}
+
+// KeyMemo holds a write transaction's answers to key checks, so each key
+// is read once per transaction.
+type KeyMemo map[string]error
+
+// Check answers a key check at now: nil for an active key, else an error
+// wrapping ErrKeyInactive; read returns the stored key, found false when
+// there is none. A read's own failure is returned and not kept.
+func (m *KeyMemo) Check(id string, now time.Time, read func(id string) (k Key, found bool, err error)) error {
+	if err, ok := (*m)[id]; ok {
+		return err
+	}
+	k, found, err := read(id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("key %s: %w", id, err)
+	case !found:
+		err = fmt.Errorf("key %s is not stored: %w", id, ErrKeyInactive)
+	case !k.Active(now):
+		err = fmt.Errorf("key %s is revoked or expired: %w", id, ErrKeyInactive)
+	}
+	if *m == nil {
+		*m = KeyMemo{}
+	}
+	(*m)[id] = err
+	return err
 }

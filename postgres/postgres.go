@@ -314,7 +314,7 @@ type wtx struct {
 	// even if the op whose statement flushed the routes ignored it.
 	routesErr error
 	// keys are the answers of activeKey in this transaction.
-	keys map[string]error
+	keys ladder.KeyMemo
 }
 
 // activeKey is a ladder.KeyCheck inside the write's transaction: the key
@@ -325,23 +325,13 @@ type wtx struct {
 // per transaction; no op writes a key and then routes in the same batch,
 // so the read need not wait for the queued routes (flushRoutes).
 func (w *wtx) activeKey(id string) error {
-	if err, ok := w.keys[id]; ok {
-		return err
-	}
-	k, err := scanKey(w.tx.QueryRow(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = $1 FOR SHARE`, id))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		err = fmt.Errorf("key %s is not stored: %w", id, ladder.ErrKeyInactive)
-	case err != nil:
-		return fmt.Errorf("key %s: %w", id, err)
-	case !k.Active(w.s.now()):
-		err = fmt.Errorf("key %s is revoked or expired: %w", id, ladder.ErrKeyInactive)
-	}
-	if w.keys == nil {
-		w.keys = map[string]error{}
-	}
-	w.keys[id] = err
-	return err
+	return w.keys.Check(id, w.s.now(), func(id string) (ladder.Key, bool, error) {
+		k, err := scanKey(w.tx.QueryRow(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = $1 FOR SHARE`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ladder.Key{}, false, nil
+		}
+		return k, err == nil, err
+	})
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -506,19 +496,9 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	kc := ladder.ActiveKeyCheck(ctx)
-	if kc == nil {
-		return s.mapErr(s.batch.Do(ctx, op))
-	}
-	err := s.batch.Do(ctx, func(w *wtx) error {
-		if err := w.activeKey(kc.KeyID()); err != nil {
-			return err
-		}
-		return op(w)
-	})
-	if err == nil {
-		kc.Confirm()
-	}
+	op, done := ladder.KeyCheckedOp(ctx, op, (*wtx).activeKey)
+	err := s.batch.Do(ctx, op)
+	done(err)
 	return s.mapErr(err)
 }
 

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/ladderhq/ladder"
 )
@@ -19,45 +18,10 @@ import (
 // when the store says a key changed (KeyChanged), so a revocation by
 // another replica or process is seen before long either way. Only keys
 // that verified are kept, so the view holds at most the stored keys.
-type keyView struct {
-	mu   sync.RWMutex
-	keys map[string]ladder.Key
-	// gen counts drops: a key read from the store before a drop may be
-	// older than the change the drop was for, so it is not kept.
-	gen uint64
-}
+type keyView = hintView[string, ladder.Key]
 
-func newKeyView() *keyView { return &keyView{keys: map[string]ladder.Key{}} }
-
-// get returns the view's key id, if any, and the generation to pass to
-// fill with a key read from the store after this call.
-func (v *keyView) get(id string) (ladder.Key, bool, uint64) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	k, ok := v.keys[id]
-	return k, ok, v.gen
-}
-
-// fill keeps k, read from the store after a get that returned gen, unless
-// a drop came in between.
-func (v *keyView) fill(k ladder.Key, gen uint64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.gen == gen {
-		v.keys[k.ID] = k
-	}
-}
-
-// drop forgets key id; "" forgets every key.
-func (v *keyView) drop(id string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.gen++
-	if id == "" {
-		clear(v.keys)
-		return
-	}
-	delete(v.keys, id)
+func newKeyView() *keyView {
+	return newHintView(func(k ladder.Key) string { return k.ID }, nil)
 }
 
 // KeyChanged tells the service that a key was created, revoked or changed

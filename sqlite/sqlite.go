@@ -437,7 +437,7 @@ type wtx struct {
 	heads map[string]wsHead
 	moved []string
 	// keys are the answers of activeKey in this transaction.
-	keys map[string]error
+	keys ladder.KeyMemo
 }
 
 // activeKey is a ladder.KeyCheck inside the write's transaction: the key
@@ -446,23 +446,13 @@ type wtx struct {
 // lock held since BEGIN IMMEDIATE keeps it from changing before the
 // commit.
 func (w *wtx) activeKey(id string) error {
-	if err, ok := w.keys[id]; ok {
-		return err
-	}
-	k, err := scanKey(w.queryRow(`SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		err = fmt.Errorf("key %s is not stored: %w", id, ladder.ErrKeyInactive)
-	case err != nil:
-		return fmt.Errorf("key %s: %w", id, err)
-	case !k.Active(w.s.now()):
-		err = fmt.Errorf("key %s is revoked or expired: %w", id, ladder.ErrKeyInactive)
-	}
-	if w.keys == nil {
-		w.keys = map[string]error{}
-	}
-	w.keys[id] = err
-	return err
+	return w.keys.Check(id, w.s.now(), func(id string) (ladder.Key, bool, error) {
+		k, err := scanKey(w.queryRow(`SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ladder.Key{}, false, nil
+		}
+		return k, err == nil, err
+	})
 }
 
 // flush writes what the transaction deferred: the chain heads that moved.
@@ -700,19 +690,9 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.readOnly {
 		return errReadOnly
 	}
-	kc := ladder.ActiveKeyCheck(ctx)
-	if kc == nil {
-		return s.mapErr(s.batch.Do(ctx, op))
-	}
-	err := s.batch.Do(ctx, func(w *wtx) error {
-		if err := w.activeKey(kc.KeyID()); err != nil {
-			return err
-		}
-		return op(w)
-	})
-	if err == nil {
-		kc.Confirm()
-	}
+	op, done := ladder.KeyCheckedOp(ctx, op, (*wtx).activeKey)
+	err := s.batch.Do(ctx, op)
+	done(err)
 	return s.mapErr(err)
 }
 
