@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,8 @@ import (
 // check confirmed when such a write commits, and a request that committed
 // nothing must confirm its key by reading it before it answers.
 type KeyCheck struct {
-	id        string
-	confirmed atomic.Bool
+	id                 string
+	confirmed, refused atomic.Bool
 }
 
 // KeyID is the id of the key the check is for.
@@ -32,6 +33,10 @@ func (c *KeyCheck) Confirm() { c.confirmed.Store(true) }
 // Confirmed reports whether a write of this request checked the key at
 // its commit and committed.
 func (c *KeyCheck) Confirmed() bool { return c.confirmed.Load() }
+
+// Refused reports whether a write of this request found the key inactive
+// at its commit (after an earlier one may have committed).
+func (c *KeyCheck) Refused() bool { return c.refused.Load() }
 
 type keyCheckCtx struct{}
 
@@ -74,8 +79,11 @@ func KeyCheckedOp[T any](ctx context.Context, op func(T) error, active func(T, s
 			}
 			return op(t)
 		}, func(err error) {
-			if err == nil {
+			switch {
+			case err == nil:
 				kc.Confirm()
+			case errors.Is(err, ErrKeyInactive):
+				kc.refused.Store(true)
 			}
 		}
 }

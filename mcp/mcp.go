@@ -608,12 +608,13 @@ func (k keyRefused) Error() string { return k.e.Error() }
 
 // checkedRun runs a tools/call of a hinted key: its writes commit only
 // while the key is active (ladder.RequireActiveKey), and unless one of
-// them committed the key is confirmed from the store before the answer.
+// them committed (and none was refused) the key is confirmed from the
+// store before the answer.
 func (h *Handler) checkedRun(ctx context.Context, run toolRun, p ladder.Principal) (context.Context, toolRun) {
 	ctx, kc := ladder.RequireActiveKey(ctx, p.KeyID)
 	return ctx, func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
 		res, err := run(ctx, p, args)
-		if !kc.Confirmed() {
+		if !kc.Confirmed() || kc.Refused() {
 			if kerr := h.confirmKey(ctx, p); kerr != nil {
 				return nil, keyRefused{kerr}
 			}

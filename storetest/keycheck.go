@@ -51,8 +51,8 @@ func testKeyCheckAtCommit(t *testing.T, s ladder.Store) {
 	// An active key: the write commits and the check is confirmed.
 	live, kc := ladder.RequireActiveKey(ctx, "k-live")
 	check(t, route(live, "B-live"))
-	if !kc.Confirmed() {
-		t.Errorf("a write under an active key committed, but its check is not confirmed")
+	if !kc.Confirmed() || kc.Refused() {
+		t.Errorf("a write under an active key committed: confirmed %v, refused %v; want confirmed only", kc.Confirmed(), kc.Refused())
 	}
 	r, ra, c, ca := actAlone(t, "rt_call", "cl_call", "", "B-call", 0)
 	rc := must(s.RouteAndBeginCall(live, r, ra, c, ca))
@@ -71,8 +71,8 @@ func testKeyCheckAtCommit(t *testing.T, s ladder.Store) {
 		r, ra, c, ca := actAlone(t, "rt_c"+id, "cl_"+id, "", "B-c"+id, 0)
 		_, err := s.RouteAndBeginCall(kctx, r, ra, c, ca)
 		wantErr(t, "route and call under key "+id, err, ladder.ErrKeyInactive)
-		if kc.Confirmed() {
-			t.Errorf("key %s: a refused write confirmed its check", id)
+		if kc.Confirmed() || !kc.Refused() {
+			t.Errorf("key %s: refused writes left the check confirmed %v, refused %v; want refused only", id, kc.Confirmed(), kc.Refused())
 		}
 	}
 	if got := kindsAndSubjects(t, s); !slices.Equal(got, before) {
