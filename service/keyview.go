@@ -14,9 +14,10 @@ import (
 // unless the key is active at the commit, and a request that committed
 // nothing confirms the key from the store before it answers (ConfirmKey).
 // Entries are filled by reads of the store and dropped when this process
-// revokes a key, when a commit or a confirmation finds it inactive, and
-// when the store says a key changed (KeyChanged), so a revocation by
-// another replica or process is seen before long either way. Only keys
+// revokes a key, when a confirmation finds it inactive (every commit that
+// refuses a key is followed by one), and when the store says a key
+// changed (KeyChanged), so a revocation by another replica or process is
+// seen before long either way. Only keys
 // that verified are kept, so the view holds at most the stored keys.
 type keyView = hintView[string, ladder.Key]
 
