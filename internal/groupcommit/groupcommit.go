@@ -62,7 +62,10 @@ type Options struct {
 	// after a batch of more than one op (other callers are in flight), and
 	// only until the batch is one op larger than the last one or holds
 	// LingerBatch ops, so a lone caller never waits and the batch grows
-	// only as far as ops keep arriving. Zero never lingers.
+	// only as far as ops keep arriving; a linger the timer ends makes the
+	// writer commit the next batches at once, 2, 4 … 64 of them as such
+	// lingers repeat, so a steady load of a few callers, all in the batch
+	// already, does not wait on every commit. Zero never lingers.
 	Linger time.Duration
 	// LingerBatch is the batch size at which the writer stops lingering.
 	// Zero means 16.
@@ -73,6 +76,8 @@ type Options struct {
 type Stats struct {
 	Batches int64 // transactions run
 	Ops     int64 // ops run in them
+	Lingers int64 // waits for more ops (Options.Linger)
+	Expired int64 // of them, those the timer ended
 }
 
 // Batcher is a group-commit queue with one writer goroutine. Its methods
@@ -92,6 +97,8 @@ type Batcher[T any] struct {
 
 	batches atomic.Int64
 	ops     atomic.Int64
+	lingers atomic.Int64
+	expired atomic.Int64
 }
 
 type request[T any] struct {
@@ -178,7 +185,7 @@ func (b *Batcher[T]) Close() error {
 
 // Stats returns how many batches and ops the Batcher has run so far.
 func (b *Batcher[T]) Stats() Stats {
-	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load()}
+	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load(), Lingers: b.lingers.Load(), Expired: b.expired.Load()}
 }
 
 // loop is the writer goroutine: block for one op, take whatever else is
@@ -189,6 +196,13 @@ func (b *Batcher[T]) loop() {
 	batch := make([]*request[T], 0, b.maxBatch)
 	var timer *time.Timer
 	last := 0 // the previous batch's size
+	// A linger the timer ended found no op to grow the batch by: when
+	// every caller of a steady load is in the batch already (a few clients
+	// that each write and wait), the op it waits for cannot come, and each
+	// commit would wait the whole linger. So after idle such lingers in a
+	// row the writer commits the next 2^idle batches at once (up to 64)
+	// before it lingers again.
+	idle, skip := 0, 0
 	for {
 		req, ok := <-b.reqs
 		if !ok {
@@ -197,19 +211,33 @@ func (b *Batcher[T]) loop() {
 		batch = append(batch[:0], req)
 		open := b.take(&batch)
 		if want := min(last+1, b.lingerBatch); open && b.linger > 0 && last > 1 && len(batch) < want {
-			if timer == nil {
-				timer = time.NewTimer(b.linger)
+			if skip > 0 {
+				skip--
 			} else {
-				timer.Reset(b.linger)
+				if timer == nil {
+					timer = time.NewTimer(b.linger)
+				} else {
+					timer.Reset(b.linger)
+				}
+				b.lingers.Add(1)
+				if b.lingerFor(&batch, want, timer.C) {
+					idle = 0
+				} else {
+					b.expired.Add(1)
+					idle = min(idle+1, maxIdle)
+					skip = 1 << idle
+				}
+				timer.Stop()
+				b.take(&batch)
 			}
-			b.lingerFor(&batch, want, timer.C)
-			timer.Stop()
-			b.take(&batch)
 		}
 		last = len(batch)
 		b.runBatch(batch)
 	}
 }
+
+// maxIdle caps the linger's back-off at 2^6 = 64 batches.
+const maxIdle = 6
 
 // take appends the ops already waiting to batch, up to MaxBatch, without
 // blocking. It reports false once the queue is closed.
@@ -229,19 +257,20 @@ func (b *Batcher[T]) take(batch *[]*request[T]) (open bool) {
 }
 
 // lingerFor waits for ops until batch holds want of them, the timer fires
-// or the queue closes.
-func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, fired <-chan time.Time) {
+// or the queue closes; it reports false when the timer ended it.
+func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, fired <-chan time.Time) bool {
 	for len(*batch) < want {
 		select {
 		case r, ok := <-b.reqs:
 			if !ok {
-				return
+				return true
 			}
 			*batch = append(*batch, r)
 		case <-fired:
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func (b *Batcher[T]) runBatch(batch []*request[T]) {
