@@ -40,11 +40,18 @@ workspaces:
 // changes: the same moves, at the same instants, with the same numbers.
 // (Before, the backtest evaluated once a week: moves came out at week ends,
 // and an import's outcomes were counted as one.) A fixed set of seeds runs
-// every time, and two new ones; a failure names its seed.
+// every time, and a new one; a failure names its seed.
+//
+// The fixed seeds are known to make the rules move the steps, so a change
+// that stops the rules from moving them fails here. A new seed may draw a
+// tame history (a person pinning the steps for most of it, say): its replay
+// is still compared, but its tameness is logged, not failed, since it says
+// nothing about ladder.
 func TestBacktestReplaysRandomHistories(t *testing.T) {
-	seeds := []uint64{1, 3, 4, rand.Uint64()}
+	fixed := []uint64{1, 3, 4}
+	seeds := append(fixed, rand.Uint64())
 	seen := map[string]bool{}
-	for _, seed := range seeds {
+	for i, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			e := testenv.Start(t, randomConfig)
 			randomHistory(t, e, seed)
@@ -66,7 +73,10 @@ func TestBacktestReplaysRandomHistories(t *testing.T) {
 				}
 			}
 			t.Logf("seed %d: lane changes by rule: %v", seed, rules)
-			if byRule < 1 {
+			switch {
+			case byRule < 1 && i >= len(fixed):
+				t.Logf("seed %d: the rules moved the steps 0 times; only the replay of the person's moves was compared", seed)
+			case byRule < 1:
 				t.Errorf("seed %d: the rules moved the steps %d times; the history is too tame to test the replay", seed, byRule)
 			}
 		})
