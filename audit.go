@@ -325,11 +325,20 @@ func VerifyAudit(ctx context.Context, s ChainStore) (int64, error) {
 func AuditStepOf(data json.RawMessage) (queue, step string) {
 	// Data that is not an object (null, a list) names no step. A field
 	// that is not a string stays "": Unmarshal skips it and reports an
-	// UnmarshalTypeError, which is no failure here. One decode into two
-	// strings keeps this cheap, as it runs on every append.
+	// UnmarshalTypeError, which is no failure here. The common record
+	// takes the fast path (auditStepFast); the rest decode into two
+	// strings.
 	if len(data) == 0 || data[0] != '{' {
 		return "", ""
 	}
+	if q, s, ok := auditStepFast(data); ok {
+		return q, s
+	}
+	return auditStepReference(data)
+}
+
+// auditStepReference is AuditStepOf by encoding/json.
+func auditStepReference(data json.RawMessage) (queue, step string) {
 	var v struct {
 		Queue string `json:"queue"`
 		Step  string `json:"step"`

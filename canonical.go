@@ -112,41 +112,11 @@ func (c *canonicalizer) str(i int) (int, bool) {
 // number copies a number literal as it is (the reference path decodes with
 // UseNumber, which keeps the literal), after checking its JSON grammar.
 func (c *canonicalizer) number(i int) (int, bool) {
-	in, j := c.in, i
-	digits := func() bool {
-		k := j
-		for j < len(in) && '0' <= in[j] && in[j] <= '9' {
-			j++
-		}
-		return j > k
-	}
-	if in[j] == '-' {
-		j++
-	}
-	if j < len(in) && in[j] == '0' {
-		j++
-	} else if !digits() {
+	j, ok := numberEnd(c.in, i)
+	if !ok || !c.delimited(j) {
 		return j, false
 	}
-	if j < len(in) && in[j] == '.' {
-		j++
-		if !digits() {
-			return j, false
-		}
-	}
-	if j < len(in) && (in[j] == 'e' || in[j] == 'E') {
-		j++
-		if j < len(in) && (in[j] == '+' || in[j] == '-') {
-			j++
-		}
-		if !digits() {
-			return j, false
-		}
-	}
-	if !c.delimited(j) {
-		return j, false
-	}
-	c.out = append(c.out, in[i:j]...)
+	c.out = append(c.out, c.in[i:j]...)
 	return j, true
 }
 

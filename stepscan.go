@@ -1,0 +1,233 @@
+package ladder
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// auditStepFast is AuditStepOf without encoding/json, for the record
+// ladder writes: top-level keys without escapes, and queue and step values
+// that are strings without escapes, in valid UTF-8. It checks the whole
+// document's grammar as encoding/json does (a document it would refuse
+// names no step) and reports false for anything it does not handle (an
+// escaped top-level key, an escaped or non-UTF-8 queue or step, nesting
+// deeper than canonicalMaxDepth, malformed JSON), so the caller decides
+// with the reference. encoding/json decodes the whole record to find two
+// fields, and every audit append does this (BENCHMARKS.md, issue 22,
+// session 8); FuzzAuditStepFast requires the two to agree whenever the
+// fast one answers.
+func auditStepFast(data []byte) (queue, step string, ok bool) {
+	s := jsonScan{in: data}
+	i := s.space(0)
+	if i >= len(data) || data[i] != '{' {
+		return "", "", false
+	}
+	i = s.space(i + 1)
+	if i < len(data) && data[i] == '}' {
+		return "", "", s.space(i+1) == len(data)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return "", "", false
+		}
+		k0 := i + 1
+		end, escaped, ok := s.str(i)
+		if !ok || escaped {
+			return "", "", false
+		}
+		key := data[k0 : end-1]
+		i = s.space(end)
+		if i >= len(data) || data[i] != ':' {
+			return "", "", false
+		}
+		v := s.space(i + 1)
+		if i, ok = s.value(v, 1); !ok {
+			return "", "", false
+		}
+		// encoding/json's field match: the exact name or, failing that,
+		// one equal under Unicode case folding (so "Step" and "ſtep");
+		// a later key overwrites an earlier one, null leaves the field
+		// as it was, and a value of another type is skipped.
+		var dst *string
+		switch {
+		case bytes.EqualFold(key, []byte("queue")):
+			dst = &queue
+		case bytes.EqualFold(key, []byte("step")):
+			dst = &step
+		}
+		if dst != nil && data[v] == '"' {
+			raw := data[v+1 : i-1]
+			if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+				return "", "", false
+			}
+			*dst = string(raw)
+		}
+		i = s.space(i)
+		if i >= len(data) {
+			return "", "", false
+		}
+		switch data[i] {
+		case ',':
+			i = s.space(i + 1)
+			continue
+		case '}':
+			return queue, step, s.space(i+1) == len(data)
+		}
+		return "", "", false
+	}
+}
+
+// jsonScan checks JSON grammar without keeping anything.
+type jsonScan struct{ in []byte }
+
+func (s *jsonScan) space(i int) int {
+	for i < len(s.in) {
+		switch s.in[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value checks the value at in[i:] and returns the index after it.
+func (s *jsonScan) value(i, depth int) (int, bool) {
+	if i >= len(s.in) || depth > canonicalMaxDepth {
+		return i, false
+	}
+	switch b := s.in[i]; {
+	case b == '{':
+		return s.container(i, depth, '}', true)
+	case b == '[':
+		return s.container(i, depth, ']', false)
+	case b == '"':
+		end, _, ok := s.str(i)
+		return end, ok
+	case b == '-' || ('0' <= b && b <= '9'):
+		return numberEnd(s.in, i)
+	}
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(s.in[i:], []byte(lit)) {
+			return i + len(lit), true
+		}
+	}
+	return i, false
+}
+
+// container checks an object (members with keys) or an array. What
+// follows each value must be a separator or the closing bracket, so a
+// literal or number running into something else ("truex", "01") fails.
+func (s *jsonScan) container(i, depth int, closing byte, object bool) (int, bool) {
+	i = s.space(i + 1)
+	if i < len(s.in) && s.in[i] == closing {
+		return i + 1, true
+	}
+	for {
+		if object {
+			if i >= len(s.in) || s.in[i] != '"' {
+				return i, false
+			}
+			var ok bool
+			if i, _, ok = s.str(i); !ok {
+				return i, false
+			}
+			i = s.space(i)
+			if i >= len(s.in) || s.in[i] != ':' {
+				return i, false
+			}
+			i = s.space(i + 1)
+		}
+		var ok bool
+		if i, ok = s.value(i, depth+1); !ok {
+			return i, false
+		}
+		i = s.space(i)
+		if i >= len(s.in) {
+			return i, false
+		}
+		switch s.in[i] {
+		case ',':
+			i = s.space(i + 1)
+		case closing:
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// str checks the string at in[i:] (the opening quote) and returns the
+// index after its closing quote and whether it holds an escape. Any byte
+// from 0x20 up is allowed, as encoding/json allows it (invalid UTF-8 it
+// replaces when decoding).
+func (s *jsonScan) str(i int) (end int, escaped, ok bool) {
+	for j := i + 1; j < len(s.in); j++ {
+		switch b := s.in[j]; {
+		case b == '"':
+			return j + 1, escaped, true
+		case b < 0x20:
+			return j, escaped, false
+		case b == '\\':
+			escaped = true
+			j++
+			if j >= len(s.in) {
+				return j, escaped, false
+			}
+			switch s.in[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s.in) {
+					return j, escaped, false
+				}
+				for _, h := range s.in[j+1 : j+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return j, escaped, false
+					}
+				}
+				j += 4
+			default:
+				return j, escaped, false
+			}
+		}
+	}
+	return len(s.in), escaped, false
+}
+
+// numberEnd returns the index after the JSON number literal at in[i:],
+// checking its grammar (what follows it is its container's to check).
+func numberEnd(in []byte, i int) (int, bool) {
+	j := i
+	digits := func() bool {
+		k := j
+		for j < len(in) && '0' <= in[j] && in[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if in[j] == '-' {
+		j++
+	}
+	if j < len(in) && in[j] == '0' {
+		j++
+	} else if !digits() {
+		return j, false
+	}
+	if j < len(in) && in[j] == '.' {
+		j++
+		if !digits() {
+			return j, false
+		}
+	}
+	if j < len(in) && (in[j] == 'e' || in[j] == 'E') {
+		j++
+		if j < len(in) && (in[j] == '+' || in[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return j, false
+		}
+	}
+	return j, true
+}

@@ -1,0 +1,94 @@
+package ladder
+
+import (
+	"testing"
+)
+
+// stepSeeds are records and near-records for the step fast path: the
+// cases it answers and the ones it hands over.
+var stepSeeds = []string{
+	`{"item":"B-1","queue":"bills","step":"post_tms"}`,
+	`{"call_id":"cl_1","result":{"entries":[{"amount":-125,"date":"2026-11-01"}],"ok":true},"status":"succeeded"}`,
+	` { "queue" : "bills" , "step" : "post_tms" } `,
+	`{"queue":3,"step":"post_tms"}`,
+	`{"queue":null,"step":[1,2,{"a":"b"}]}`,
+	`{"queue":"a","queue":"b"}`,
+	`{"Queue":"a","queue":"b","QUEUE":"c"}`,
+	`{"ſtep":"long s","STEP":"x"}`,
+	`{"step":"a","step":null}`,
+	`{"step":"a\"b"}`,
+	`{"st\u0065p":"escaped key"}`,
+	"{\"step\":\"\xff\"}",
+	"{\"other\":\"\xff\",\"step\":\"s\"}",
+	`{"payload":{"queue":"bills","step":"post_tms"}}`,
+	`{"a":truex}`,
+	`{"a":01}`,
+	`{"a":1.}`,
+	`{"a":-}`,
+	`{"a":1e+}`,
+	`{"a":"\u00e9\n"}`,
+	`{"a":"\u00zz"}`,
+	`{"a":"\q"}`,
+	`{"a":"tab	here"}`,
+	`{"a":[1,]}`,
+	`{"a":{"b":1,}}`,
+	`{"a":1}x`,
+	`{"a":1}{}`,
+	`{}`,
+	`{`,
+	`{"step":`,
+	`{"step":"x"`,
+	`[{"step":"x"}]`,
+}
+
+// TestAuditStepFast: the fast path answers for the records ladder writes,
+// hands over what it does not handle, and agrees with encoding/json.
+func TestAuditStepFast(t *testing.T) {
+	for _, s := range stepSeeds {
+		q, st, ok := auditStepFast([]byte(s))
+		rq, rs := auditStepReference([]byte(s))
+		if ok && (q != rq || st != rs) {
+			t.Errorf("auditStepFast(%s) = %q, %q; encoding/json %q, %q", s, q, st, rq, rs)
+		}
+	}
+	for _, tc := range []struct {
+		data        string
+		queue, step string
+		fast        bool
+	}{
+		{`{"item":"B-1","queue":"bills","step":"post_tms"}`, "bills", "post_tms", true},
+		{`{"Queue":"a","queue":"b","QUEUE":"c"}`, "c", "", true},
+		{`{"ſtep":"long s"}`, "", "long s", true},
+		{`{"step":"a","step":null}`, "", "a", true},
+		{`{"queue":3,"step":{"id":"x"}}`, "", "", true},
+		{`{"a":truex,"step":"s"}`, "", "", false},
+		{`{"st\u0065p":"escaped key"}`, "", "escaped key", false},
+		{`{"step":"a\"b"}`, "", `a"b`, false},
+		{"{\"other\":\"\xff\",\"step\":\"s\"}", "", "s", true},
+		{"{\"step\":\"\xff\"}", "", "\ufffd", false},
+	} {
+		if _, _, ok := auditStepFast([]byte(tc.data)); ok != tc.fast {
+			t.Errorf("auditStepFast(%s) answered %v, want %v", tc.data, ok, tc.fast)
+		}
+		if q, st := AuditStepOf([]byte(tc.data)); q != tc.queue || st != tc.step {
+			t.Errorf("AuditStepOf(%s) = %q, %q; want %q, %q", tc.data, q, st, tc.queue, tc.step)
+		}
+	}
+}
+
+// FuzzAuditStepFast: whenever the fast path answers, encoding/json
+// decodes the same queue and step.
+func FuzzAuditStepFast(f *testing.F) {
+	for _, s := range stepSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, s, ok := auditStepFast(data)
+		if !ok {
+			return
+		}
+		if rq, rs := auditStepReference(data); q != rq || s != rs {
+			t.Fatalf("auditStepFast(%q) = %q, %q; encoding/json %q, %q", data, q, s, rq, rs)
+		}
+	})
+}
