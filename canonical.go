@@ -15,7 +15,7 @@ import (
 // back to the reference path; FuzzCanonicalFast requires the two to agree
 // whenever the fast one answers.
 func canonicalFast(dst, raw []byte) ([]byte, bool) {
-	c := canonicalizer{in: raw, out: dst}
+	c := canonicalizer{jsonScan: jsonScan{in: raw}, out: dst}
 	i, ok := c.value(c.space(0), 0)
 	if !ok || c.space(i) != len(raw) {
 		return dst, false
@@ -27,21 +27,11 @@ func canonicalFast(dst, raw []byte) ([]byte, bool) {
 // the reference path.
 const canonicalMaxDepth = 64
 
+// canonicalizer reads in with jsonScan's helpers and writes out.
 type canonicalizer struct {
-	in, out []byte
+	jsonScan
+	out     []byte
 	scratch []byte // reordering space for objects whose keys are unsorted
-}
-
-func (c *canonicalizer) space(i int) int {
-	for i < len(c.in) {
-		switch c.in[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // value copies the value at in[i:] to out and returns the index after it.
