@@ -22,27 +22,9 @@ func auditStepFast(data []byte) (queue, step string, ok bool) {
 	if i >= len(data) || data[i] != '{' {
 		return "", "", false
 	}
-	i = s.space(i + 1)
-	if i < len(data) && data[i] == '}' {
-		return "", "", s.space(i+1) == len(data)
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return "", "", false
-		}
-		k0 := i + 1
-		end, escaped, ok := s.str(i)
-		if !ok || escaped {
-			return "", "", false
-		}
-		key := data[k0 : end-1]
-		i = s.space(end)
-		if i >= len(data) || data[i] != ':' {
-			return "", "", false
-		}
-		v := s.space(i + 1)
-		if i, ok = s.value(v, 1); !ok {
-			return "", "", false
+	end, ok := s.container(i, 0, '}', func(key []byte, escaped bool, v, end int) bool {
+		if escaped {
+			return false
 		}
 		// encoding/json's field match: the exact name or, failing that,
 		// one equal under Unicode case folding (so "Step" and "ſtep");
@@ -56,25 +38,18 @@ func auditStepFast(data []byte) (queue, step string, ok bool) {
 			dst = &step
 		}
 		if dst != nil && data[v] == '"' {
-			raw := data[v+1 : i-1]
+			raw := data[v+1 : end-1]
 			if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-				return "", "", false
+				return false
 			}
 			*dst = string(raw)
 		}
-		i = s.space(i)
-		if i >= len(data) {
-			return "", "", false
-		}
-		switch data[i] {
-		case ',':
-			i = s.space(i + 1)
-			continue
-		case '}':
-			return queue, step, s.space(i+1) == len(data)
-		}
+		return true
+	})
+	if !ok || s.space(end) != len(data) {
 		return "", "", false
 	}
+	return queue, step, true
 }
 
 // jsonScan checks JSON grammar without keeping anything.
@@ -99,9 +74,9 @@ func (s *jsonScan) value(i, depth int) (int, bool) {
 	}
 	switch b := s.in[i]; {
 	case b == '{':
-		return s.container(i, depth, '}', true)
+		return s.container(i, depth, '}', skipMember)
 	case b == '[':
-		return s.container(i, depth, ']', false)
+		return s.container(i, depth, ']', nil)
 	case b == '"':
 		end, _, ok := s.str(i)
 		return end, ok
@@ -116,31 +91,52 @@ func (s *jsonScan) value(i, depth int) (int, bool) {
 	return i, false
 }
 
-// container checks an object (members with keys) or an array. What
-// follows each value must be a separator or the closing bracket, so a
-// literal or number running into something else ("truex", "01") fails.
-func (s *jsonScan) container(i, depth int, closing byte, object bool) (int, bool) {
+// memberFunc is told of one object member: its key's bytes (without quotes,
+// escapes as written), whether the key holds an escape, and where its
+// value starts and ends in the document. Returning false stops the scan,
+// which then reports failure.
+type memberFunc func(key []byte, escaped bool, v, end int) bool
+
+// skipMember is the member function of objects whose members are only
+// checked.
+func skipMember([]byte, bool, int, int) bool { return true }
+
+// container checks an object (members non-nil: each member is passed to
+// it) or an array (members nil) at in[i:] and returns the index after it.
+// What follows each value must be a separator or the closing bracket, so
+// a literal or number running into something else ("truex", "01") fails.
+func (s *jsonScan) container(i, depth int, closing byte, members memberFunc) (int, bool) {
 	i = s.space(i + 1)
 	if i < len(s.in) && s.in[i] == closing {
 		return i + 1, true
 	}
 	for {
-		if object {
+		var (
+			key     []byte
+			escaped bool
+		)
+		if members != nil {
 			if i >= len(s.in) || s.in[i] != '"' {
 				return i, false
 			}
+			k := i + 1
 			var ok bool
-			if i, _, ok = s.str(i); !ok {
+			if i, escaped, ok = s.str(i); !ok {
 				return i, false
 			}
+			key = s.in[k : i-1]
 			i = s.space(i)
 			if i >= len(s.in) || s.in[i] != ':' {
 				return i, false
 			}
 			i = s.space(i + 1)
 		}
+		v := i
 		var ok bool
 		if i, ok = s.value(i, depth+1); !ok {
+			return i, false
+		}
+		if members != nil && !members(key, escaped, v, i) {
 			return i, false
 		}
 		i = s.space(i)
