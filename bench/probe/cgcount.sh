@@ -7,8 +7,10 @@
 # "Issue 22 (session 8)").
 # Build the test binary first: (cd bench && go test -c -o /tmp/bench.test .)
 # Go's asynchronous preemption signals break callgrind, hence
-# GODEBUG=asyncpreemptoff=1. Two things make the count follow the clock,
-# not the work, so both are off by default: the collector (GOGC=off; when
+# GODEBUG=asyncpreemptoff=1; and valgrind 3.19 cannot decode RDTSCP, which
+# its emulated CPUID offers the runtime where the host has none, hence
+# cpu.rdtscp=off (the runtime then reads the clock with RDTSC). Two things
+# make the count follow the clock, not the work, so both are off by default: the collector (GOGC=off; when
 # it runs depends on timing, and with it on the count moved by ±2.5%
 # between runs of one build: compare allocations by -benchmem's B/op and
 # allocs/op, printed beside) and idle processors spinning for work
@@ -21,7 +23,7 @@ BIN=$1; BENCH=$2; N1=${3:-200}; N2=${4:-1000}
 T=$(mktemp -d /tmp/cgcount-XXXX)
 trap 'rm -rf "$T"' EXIT
 count() {
-  (cd "$(dirname "$0")/.." && GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$T/cg.$1" \
+  (cd "$(dirname "$0")/.." && GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$T/cg.$1" \
     "$BIN" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$1x" -test.benchmem 2>"$T/err.$1" >"$T/out.$1") || { cat "$T/err.$1" >&2; exit 1; }
   grep -E '^Benchmark' "$T/out.$1" >&2
   sed -n 's/.*I *refs: *//p' "$T/err.$1" | tr -d ,
