@@ -10,14 +10,14 @@
 # GODEBUG=asyncpreemptoff=1; and valgrind 3.19 cannot decode RDTSCP, which
 # its emulated CPUID offers the runtime where the host has none, hence
 # cpu.rdtscp=off (the runtime then reads the clock with RDTSC). Two things
-# make the count follow the clock, not the work, so both are off by default: the collector (GOGC=off; when
-# it runs depends on timing, and with it on the count moved by ±2.5%
-# between runs of one build: compare allocations by -benchmem's B/op and
-# allocs/op, printed beside) and idle processors spinning for work
-# (GOMAXPROCS=1: with 2 the same run counted anywhere from 1.0 to 4.0
-# billion instructions; with 1, within 0.2%). Set either to count it.
-# Each count takes under a minute (callgrind runs the program about 50
-# times slower, on one thread).
+# make the count follow the clock, not the work, so both are off by
+# default: the collector (GOGC=off; when it runs depends on timing, and
+# with it on the count moved by ±2.5% between runs of one build: compare
+# allocations by -benchmem's B/op and allocs/op, printed beside) and idle
+# processors spinning for work (GOMAXPROCS=1: with 2 the same run counted
+# anywhere from 1.0 to 4.0 billion instructions; with 1, within 0.2%). Set
+# either to count it. Each count takes under a minute (callgrind runs the
+# program about 50 times slower, on one thread).
 set -eu
 BIN=$1; BENCH=$2; N1=${3:-200}; N2=${4:-1000}
 T=$(mktemp -d /tmp/cgcount-XXXX)
