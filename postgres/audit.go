@@ -211,12 +211,22 @@ func countEntries(ps []pendingAudit) int {
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
 // Only the filters q sets become conditions, so the planner picks the index
-// of the one that narrows (migrations 0001, 0011 and 0016).
+// of the one that narrows (migrations 0001, 0011 and 0016). A kind across
+// every workspace has no index of its own (migration 0017): the statement
+// then reads audit_by_workspace_kind once per workspace (auditListQuery).
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	if err := s.reading(); err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}
 	query, args := auditListQuery(q)
+	if kindAcrossWorkspaces(q) {
+		// Planned with its values every time (the unnamed statement), not
+		// settled on a generic plan: that one walks the whole log in seq
+		// order for any kind, as if each were common (see
+		// TestAuditKindAcrossWorkspacesPlan), which for a rare one reads
+		// every record.
+		args = append([]any{pgx.QueryExecModeExec}, args...)
+	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
@@ -228,7 +238,11 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 	return recs, nil
 }
 
-// auditListQuery is ListAudit's statement and arguments for q.
+// auditListQuery is ListAudit's statement and arguments for q. A kind
+// filter across every workspace becomes a LATERAL join over the workspace
+// heads: each workspace's first page of the kind, read on
+// audit_by_workspace_kind, then the first page of those. One statement
+// keeps it one snapshot.
 func auditListQuery(q ladder.AuditQuery) (string, []any) {
 	var (
 		where []string
@@ -237,6 +251,10 @@ func auditListQuery(q ladder.AuditQuery) (string, []any) {
 	cond := func(expr string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(expr, len(args)))
+	}
+	perWorkspace := kindAcrossWorkspaces(q)
+	if perWorkspace {
+		where = append(where, "workspace = h.workspace")
 	}
 	for _, f := range []struct{ col, val string }{
 		{"workspace", q.Workspace}, {"kind", q.Kind}, {"actor", q.Actor}, {"step", q.Step}, {"queue", q.Queue},
@@ -272,8 +290,15 @@ func auditListQuery(q ladder.AuditQuery) (string, []any) {
 	}
 	args = append(args, ladder.PageLimit(q.Limit))
 	query += fmt.Sprintf(` ORDER BY %s LIMIT $%d`, order, len(args))
+	if perWorkspace {
+		query = fmt.Sprintf(`SELECT a.* FROM audit_ws_head AS h CROSS JOIN LATERAL (%s) AS a ORDER BY a.%s LIMIT $%d`, query, order, len(args))
+	}
 	return query, args
 }
+
+// kindAcrossWorkspaces reports whether q is a kind filter across every
+// workspace, which auditListQuery reads one workspace at a time.
+func kindAcrossWorkspaces(q ladder.AuditQuery) bool { return q.Workspace == "" && q.Kind != "" }
 
 // walkPage is how many records WalkAudit reads per query, so a slow fn does
 // not hold one query (and its snapshot) open for the whole walk.

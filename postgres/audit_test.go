@@ -49,6 +49,7 @@ func TestMigration0011Backfills(t *testing.T) {
 		`ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`, `DROP SEQUENCE audit_seq_gen`,
 		`CREATE TABLE audit_head (id boolean PRIMARY KEY DEFAULT true CHECK (id), seq bigint NOT NULL, hash text NOT NULL)`,
 		`INSERT INTO audit_head (id, seq, hash) SELECT true, seq, hash FROM audit ORDER BY seq DESC LIMIT 1`,
+		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 11`,
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {

@@ -36,18 +36,76 @@ func TestAuditStepFilterPlans(t *testing.T) {
 		{Workspace: "ws-a", Queue: "bills", Step: "s0", Desc: true, BeforeSeq: 2000},
 		{Workspace: "ws-a", Queue: "bills", Step: "s0", AfterSeq: 100, Limit: 5},
 	} {
-		query, args := auditListQuery(q)
-		if _, err := conn.Exec(t.Context(), fmt.Sprintf(`PREPARE list_%d AS %s`, i, query)); err != nil {
+		if plan := genericPlan(t, conn, fmt.Sprint("list_", i), q); !strings.Contains(plan, " on audit_by_workspace_step ") && !strings.Contains(plan, " using audit_by_workspace_step ") {
+			t.Errorf("ListAudit workspace=%q queue=%q step=%q desc=%v before=%d after=%d: generic plan\n%s\nreads no audit_by_workspace_step",
+				q.Workspace, q.Queue, q.Step, q.Desc, q.BeforeSeq, q.AfterSeq, plan)
+		}
+	}
+}
+
+// genericPlan is the plan PostgreSQL settles on for ListAudit's statement of
+// q when prepared (the session forces generic plans), as name.
+func genericPlan(t *testing.T, conn *pgx.Conn, name string, q ladder.AuditQuery) string {
+	t.Helper()
+	query, args := auditListQuery(q)
+	if _, err := conn.Exec(t.Context(), fmt.Sprintf(`PREPARE %s AS %s`, name, query)); err != nil {
+		t.Fatal(err)
+	}
+	params := make([]string, len(args))
+	for j := range args {
+		params[j] = fmt.Sprintf("$%d", j+1)
+	}
+	// The simple protocol sends the values inline: EXPLAIN EXECUTE
+	// takes no parameters of its own.
+	rows, err := conn.Query(t.Context(), fmt.Sprintf(`EXPLAIN EXECUTE %s(%s)`, name, strings.Join(params, ", ")),
+		append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestAuditKindAcrossWorkspacesPlan checks the plans of a kind filter
+// across every workspace, now that migration 0017 dropped audit_by_kind:
+// the LATERAL join of auditListQuery reads audit_by_workspace_kind once per
+// workspace head for a rare kind, planned with its values as ListAudit
+// sends it (the unnamed statement). The generic plan a prepared statement
+// would settle on walks the log in seq order as if every kind were common
+// (on this data; the test logs it if that changes), which is why ListAudit
+// does not prepare this one.
+func TestAuditKindAcrossWorkspacesPlan(t *testing.T) {
+	schema := newSchema(t)
+	s := openTest(t, schema)
+	storetest.AuditPlanRecords(t, s)
+	conn := adminConn(t, schema)
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'audit_by_kind'`, schema).Scan(&n); err != nil || n != 0 {
+		t.Errorf("audit_by_kind: %d, %v; migration 0017 drops it", n, err)
+	}
+	for _, stmt := range []string{`ANALYZE audit`, `ANALYZE audit_ws_head`} {
+		if _, err := conn.Exec(t.Context(), stmt); err != nil {
 			t.Fatal(err)
 		}
-		params := make([]string, len(args))
-		for j := range args {
-			params[j] = fmt.Sprintf("$%d", j+1)
+	}
+	queries := []ladder.AuditQuery{
+		{Kind: ladder.AuditApproval},
+		{Kind: ladder.AuditApproval, AfterSeq: 100, Limit: 5},
+		{Kind: ladder.AuditApproval, Desc: true},
+		{Kind: ladder.AuditApproval, Desc: true, BeforeSeq: 3000, Limit: 5},
+		{Kind: ladder.AuditApproval, Actor: "k1", Desc: true},
+	}
+	for _, q := range queries {
+		if !kindAcrossWorkspaces(q) {
+			t.Fatalf("%+v is not a kind across workspaces", q)
 		}
-		// The simple protocol sends the values inline: EXPLAIN EXECUTE
-		// takes no parameters of its own.
-		rows, err := conn.Query(t.Context(), fmt.Sprintf(`EXPLAIN EXECUTE list_%d(%s)`, i, strings.Join(params, ", ")),
-			append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+		query, args := auditListQuery(q)
+		// The simple protocol sends the values inline, so the plan is
+		// made for them, as for the unnamed statement.
+		rows, err := conn.Query(t.Context(), `EXPLAIN `+query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,10 +113,24 @@ func TestAuditStepFilterPlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plan := strings.Join(lines, "\n"); !strings.Contains(plan, " on audit_by_workspace_step ") && !strings.Contains(plan, " using audit_by_workspace_step ") {
-			t.Errorf("ListAudit workspace=%q queue=%q step=%q desc=%v before=%d after=%d: generic plan\n%s\nreads no audit_by_workspace_step",
-				q.Workspace, q.Queue, q.Step, q.Desc, q.BeforeSeq, q.AfterSeq, plan)
+		plan := strings.Join(lines, "\n")
+		if !strings.Contains(plan, " on audit_by_workspace_kind ") && !strings.Contains(plan, " using audit_by_workspace_kind ") || !strings.Contains(plan, " on audit_ws_head ") {
+			t.Errorf("ListAudit kind=%q actor=%q desc=%v before=%d after=%d: plan\n%s\nwant audit_by_workspace_kind read per workspace head",
+				q.Kind, q.Actor, q.Desc, q.BeforeSeq, q.AfterSeq, plan)
 		}
+		recs, err := s.ListAudit(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			t.Errorf("ListAudit kind=%q: no records; the plan data has approvals in both workspaces", q.Kind)
+		}
+	}
+	if _, err := conn.Exec(t.Context(), `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	if plan := genericPlan(t, conn, "kind_generic", queries[0]); strings.Contains(plan, "audit_by_workspace_kind") {
+		t.Logf("the generic plan now reads audit_by_workspace_kind; ListAudit could prepare this statement again:\n%s", plan)
 	}
 }
 
@@ -90,6 +162,7 @@ func TestMigration0016(t *testing.T) {
 	for _, stmt := range []string{
 		`DROP INDEX audit_by_workspace_step`,
 		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
+		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 16`,
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {

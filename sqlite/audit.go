@@ -135,25 +135,106 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 
 // ListAudit returns records matching q, in seq order (or reverse with Desc).
 // Only the filters q sets become conditions, so SQLite picks the index of
-// the one that narrows (migrations 0001, 0011 and 0016).
+// the one that narrows (migrations 0001, 0011 and 0016). A kind across
+// every workspace has no index of its own (migration 0017): see
+// listAuditKind.
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	if s.noAuditStep && (q.Queue != "" || q.Step != "") {
 		return nil, fmt.Errorf("list audit: the database %s predates the audit step filter (migration 0011) and is open read-only; open it once read-write (ladder serve) to migrate it", s.path)
 	}
-	query, args := auditListQuery(q)
-	rows, err := s.readers.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
+	var (
+		recs []ladder.AuditRecord
+		err  error
+	)
+	// A read-only database from before migration 0014 has no workspace
+	// heads to go through, and still has audit_by_kind.
+	if q.Workspace == "" && q.Kind != "" && !s.globalChain {
+		recs, err = s.listAuditKind(ctx, q)
+	} else {
+		query, args := auditListQuery(q, 0, "")
+		var rows *sql.Rows
+		if rows, err = s.readers.QueryContext(ctx, query, args...); err == nil {
+			recs, err = collect(rows, scanAudit)
+		}
 	}
-	recs, err := collect(rows, scanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
 	}
 	return recs, nil
 }
 
-// auditListQuery is ListAudit's statement and arguments for q.
-func auditListQuery(q ladder.AuditQuery) (string, []any) {
+// listAuditKind answers a kind filter across every workspace from
+// audit_by_workspace_kind: the page of each workspace in audit_ws_head,
+// merged, each read bounded by the merged page's last record once the page
+// is full. The index is named: with seq bounded on both sides SQLite
+// prefers audit_by_workspace, which would walk the workspace's records
+// between the bounds for a kind that may be rare. It reads in one transaction, so the page is one snapshot: a
+// record committed between two workspaces' reads could otherwise fall
+// behind the cursor of the page after it and never be listed.
+func (s *Store) listAuditKind(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() // read-only: nothing to undo, so its error says nothing
+	rows, err := tx.QueryContext(ctx, `SELECT workspace FROM audit_ws_head ORDER BY workspace`)
+	if err != nil {
+		return nil, err
+	}
+	workspaces, err := collect(rows, func(r scanner) (string, error) {
+		var ws string
+		return ws, r.Scan(&ws)
+	})
+	if err != nil {
+		return nil, err
+	}
+	limit := ladder.PageLimit(q.Limit)
+	var page []ladder.AuditRecord
+	for _, ws := range workspaces {
+		var edge int64
+		if len(page) == limit {
+			edge = page[limit-1].Seq
+		}
+		wq := q
+		wq.Workspace = ws
+		query, args := auditListQuery(wq, edge, kindIndex)
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		recs, err := collect(rows, scanAudit)
+		if err != nil {
+			return nil, err
+		}
+		page = mergeAudit(page, recs, q.Desc, limit)
+	}
+	return page, nil
+}
+
+// kindIndex is the index listAuditKind reads, (workspace, kind, seq).
+const kindIndex = "audit_by_workspace_kind"
+
+// mergeAudit returns the first limit records of a and b, each already in
+// seq order (descending with desc), in that order.
+func mergeAudit(a, b []ladder.AuditRecord, desc bool, limit int) []ladder.AuditRecord {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]ladder.AuditRecord, 0, min(len(a)+len(b), limit))
+	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || len(a) > 0 && (a[0].Seq < b[0].Seq) != desc {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// auditListQuery is ListAudit's statement and arguments for q. A non-zero
+// edge also keeps to records before it in the listing's order (seq < edge,
+// or seq > edge with Desc); a non-empty index is the one SQLite must read.
+func auditListQuery(q ladder.AuditQuery, edge int64, index string) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -183,11 +264,20 @@ func auditListQuery(q ladder.AuditQuery) (string, []any) {
 		if q.BeforeSeq > 0 {
 			where, args = append(where, "seq < ?"), append(args, q.BeforeSeq)
 		}
+		if edge > 0 {
+			where, args = append(where, "seq > ?"), append(args, edge)
+		}
 		order = "seq DESC"
 	} else {
 		where, args = append(where, "seq > ?"), append(args, q.AfterSeq)
+		if edge > 0 {
+			where, args = append(where, "seq < ?"), append(args, edge)
+		}
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit`
+	if index != "" {
+		query += ` INDEXED BY ` + index
+	}
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

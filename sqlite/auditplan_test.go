@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/storetest"
@@ -48,11 +49,55 @@ func TestAuditStepFilterPlans(t *testing.T) {
 	}
 }
 
+// TestAuditKindAcrossWorkspacesPlan checks that a kind filter across
+// every workspace reads audit_by_workspace_kind once per workspace, the
+// index migration 0017 left it (it dropped audit_by_kind), and never walks
+// the log: a rare kind in a large log would otherwise read every record.
+func TestAuditKindAcrossWorkspacesPlan(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "ladder.db"))
+	defer s.Close()
+	storetest.AuditPlanRecords(t, s)
+	var n int
+	if err := s.readers.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM sqlite_schema WHERE name = 'audit_by_kind'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("audit_by_kind: %d, %v; migration 0017 drops it", n, err)
+	}
+	for _, q := range []ladder.AuditQuery{
+		{Kind: ladder.AuditApproval},
+		{Kind: ladder.AuditApproval, AfterSeq: 100, Limit: 5},
+		{Kind: ladder.AuditApproval, Desc: true},
+		{Kind: ladder.AuditApproval, Desc: true, BeforeSeq: 3000, Limit: 5},
+	} {
+		// The read of one workspace, bounded by a full page's last record
+		// (listAuditKind), as the second and later workspaces read it.
+		wq := q
+		wq.Workspace = "ws-b"
+		for _, edge := range []int64{0, 2000} {
+			query, args := auditListQuery(wq, edge, kindIndex)
+			if got := sqlitePlanOf(t, s.readers, query, args); !strings.Contains(got, "USING INDEX audit_by_workspace_kind (workspace=? AND kind=?") {
+				t.Errorf("ListAudit %s, one workspace's read with edge %d: plan %q, want a search of audit_by_workspace_kind by workspace and kind", describeQuery(q), edge, got)
+			}
+		}
+		recs, err := s.ListAudit(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			t.Errorf("ListAudit %s: no records; the plan data has approvals in both workspaces", describeQuery(q))
+		}
+	}
+}
+
 // sqlitePlan is SQLite's plan for ListAudit's query of q, its details on
 // one line.
 func sqlitePlan(t *testing.T, db *sql.DB, q ladder.AuditQuery) string {
 	t.Helper()
-	query, args := auditListQuery(q)
+	query, args := auditListQuery(q, 0, "")
+	return sqlitePlanOf(t, db, query, args)
+}
+
+// sqlitePlanOf is SQLite's plan for query, its details on one line.
+func sqlitePlanOf(t *testing.T, db *sql.DB, query string, args []any) string {
+	t.Helper()
 	rows, err := db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +144,7 @@ func TestMigration0016(t *testing.T) {
 	for _, stmt := range []string{
 		`DROP INDEX audit_by_workspace_step`,
 		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
+		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 16`,
 	} {
 		if _, err := raw.Exec(stmt); err != nil {
@@ -121,5 +167,66 @@ func TestMigration0016(t *testing.T) {
 	var def string
 	if err := raw.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'audit_by_workspace_step'`).Scan(&def); err != nil || !strings.HasSuffix(def, "WHERE step <> ''") {
 		t.Errorf("audit_by_workspace_step after 0016: %q, %v; want the partial index", def, err)
+	}
+}
+
+// TestAuditKindAcrossWorkspacesIsOneSnapshot lists a kind across five
+// workspaces while records of that kind are appended to each in turn, one
+// commit at a time. Every record is of the kind, so a page after seq x is
+// x+1, x+2, … with no gap: a workspace read before a commit and another
+// read after it would leave one (a record the next page's cursor is
+// already past), which listAuditKind's one read transaction rules out.
+func TestAuditKindAcrossWorkspacesIsOneSnapshot(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "ladder.db"))
+	defer s.Close()
+	const appends = 400
+	done := make(chan error, 1)
+	go func() {
+		for i := range appends {
+			e, err := ladder.NewAuditEntry(fmt.Sprint("ws-", i%5), "k1", ladder.AuditReview, "x", time.Now(), nil)
+			if err == nil {
+				_, err = s.AppendAudit(t.Context(), e)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	pages, grown := 0, 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages < 50 || grown < 10 {
+				t.Fatalf("%d pages read during the appends, %d of them with records appended after the head was read; too few to tell", pages, grown)
+			}
+			return
+		default:
+		}
+		head, err := s.ListAudit(t.Context(), ladder.AuditQuery{Desc: true, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(head) == 0 {
+			continue
+		}
+		after := max(head[0].Seq-12, 0)
+		recs, err := s.ListAudit(t.Context(), ladder.AuditQuery{Kind: ladder.AuditReview, AfterSeq: after, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for i, r := range recs {
+			if r.Seq != after+int64(i)+1 {
+				t.Fatalf("page after %d: record %d at position %d, want %d: the page skipped a record", after, r.Seq, i, after+int64(i)+1)
+			}
+		}
+		if len(recs) > 12 {
+			grown++
+		}
 	}
 }

@@ -37,6 +37,8 @@ func TestMigration0014(t *testing.T) {
 		`DROP INDEX deliveries_delivered`, `DROP INDEX deliveries_dead`, `DROP INDEX deliveries_event`, `DROP INDEX outbox_fanned_at`,
 		// 0016's partial step index is 0011's again, which held every record.
 		`DROP INDEX audit_by_workspace_step`, `CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
+		// 0017 dropped audit_by_kind.
+		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
 	}
 	for _, stmt := range stmts {

@@ -30,8 +30,13 @@ func testAuditFilters(t *testing.T, s ladder.Store) {
 	)
 	for i := 1; i <= 48; i++ {
 		ws, kind := wsA, ladder.AuditRoute
-		if i%7 == 0 {
+		switch {
+		case i%7 == 0:
 			ws = wsB
+		case i%10 == 5:
+			// A third workspace, so a kind across workspaces (a
+			// read per workspace, merged) interleaves three.
+			ws = wsC
 		}
 		if i%5 == 0 {
 			kind = ladder.AuditReview
@@ -105,6 +110,14 @@ func testAuditFilters(t *testing.T, s ladder.Store) {
 		{"workspace and step desc before seq", ladder.AuditQuery{Workspace: wsA, Step: "read_bill", Desc: true, BeforeSeq: 30, Limit: 3}},
 		{"kind and since after seq", ladder.AuditQuery{Kind: ladder.AuditReview, Since: since, AfterSeq: 20, Limit: 2}},
 		{"actor and until desc", ladder.AuditQuery{Actor: "key-1", Until: until, Desc: true, Limit: 4}},
+		{"kind across workspaces", ladder.AuditQuery{Kind: ladder.AuditReview}},
+		{"kind across workspaces after seq", ladder.AuditQuery{Kind: ladder.AuditReview, AfterSeq: 12, Limit: 2}},
+		{"kind across workspaces desc", ladder.AuditQuery{Kind: ladder.AuditReview, Desc: true, Limit: 4}},
+		{"kind across workspaces desc before seq", ladder.AuditQuery{Kind: ladder.AuditReview, Desc: true, BeforeSeq: 35, Limit: 3}},
+		{"kind and actor across workspaces", ladder.AuditQuery{Kind: ladder.AuditRoute, Actor: "system"}},
+		{"kind and step across workspaces desc", ladder.AuditQuery{Kind: ladder.AuditReview, Step: "post_tms", Desc: true}},
+		{"kind and window across workspaces", ladder.AuditQuery{Kind: ladder.AuditReview, Since: since, Until: until}},
+		{"kind no record has", ladder.AuditQuery{Kind: ladder.AuditKeyCreate}},
 	} {
 		got := seqs(must(s.ListAudit(ctx, tc.q)))
 		if diff := cmp.Diff(want(tc.q), got, cmpopts.EquateEmpty()); diff != "" {
@@ -114,20 +127,61 @@ func testAuditFilters(t *testing.T, s ladder.Store) {
 	if n := len(want(ladder.AuditQuery{Workspace: wsA, Kind: ladder.AuditRoute, Actor: "key-1", Queue: "bills", Step: "post_tms", Since: since, Until: t0.Add(48 * time.Hour)})); n == 0 {
 		t.Errorf("the every-filter case matches nothing; the test data no longer covers it")
 	}
+
+	// Paging a kind across workspaces one to three records at a time, in
+	// both directions, lists each record once and in order: each page's
+	// merge stops at its limit and the next page starts past it.
+	for _, kind := range []string{ladder.AuditReview, ladder.AuditRoute} {
+		for _, desc := range []bool{false, true} {
+			full := want(ladder.AuditQuery{Kind: kind, Desc: desc, Limit: len(model)})
+			for size := 1; size <= 3; size++ {
+				var got []int64
+				q := ladder.AuditQuery{Kind: kind, Desc: desc, Limit: size}
+				for range len(model) {
+					page := seqs(must(s.ListAudit(ctx, q)))
+					if len(page) > size {
+						t.Fatalf("kind %s desc=%v: a page of %d records for limit %d", kind, desc, len(page), size)
+					}
+					got = append(got, page...)
+					if len(page) < size {
+						break
+					}
+					q.AfterSeq, q.BeforeSeq = page[len(page)-1], page[len(page)-1]
+				}
+				if diff := cmp.Diff(full, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("kind %s desc=%v paged by %d: seqs (-want +got):\n%s", kind, desc, size, diff)
+				}
+			}
+		}
+	}
+	reviewed := map[string]bool{}
+	for _, r := range model {
+		if r.kind == ladder.AuditReview {
+			reviewed[r.ws] = true
+		}
+	}
+	if len(reviewed) < 3 {
+		t.Errorf("reviews are in %d workspaces; the kind-across-workspaces cases need three", len(reviewed))
+	}
 }
 
 // AuditPlanRecords appends 4,000 records as a server writes them: most name no
-// step (capability calls, results, keys), one in five names one of many
-// rare steps: the data the stores' query-plan tests read their plans on.
+// step (capability calls and results), one in five names one of many rare
+// steps (routes), one in 97 is an approval (a rare kind): the data the
+// stores' query-plan tests read their plans on.
 func AuditPlanRecords(t *testing.T, s ladder.AuditStore) {
 	t.Helper()
 	var entries []ladder.AuditEntry
 	for i := range 4000 {
 		var data any = map[string]any{"call": i}
-		if i%5 == 0 {
-			data = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}
+		kind := []string{ladder.AuditCall, ladder.AuditCallResult}[i/2%2]
+		switch {
+		case i%5 == 0:
+			data, kind = map[string]any{"queue": "bills", "step": fmt.Sprint("s", i%400)}, ladder.AuditRoute
+		case i%97 == 1:
+			kind = ladder.AuditApproval
 		}
-		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", ladder.AuditRoute, "x", time.Now(), data)
+		e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b"}[i%2], "k1", kind, "x", time.Now(), data)
 		if err != nil {
 			t.Fatal(err)
 		}

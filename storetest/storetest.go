@@ -109,6 +109,7 @@ var t0 = time.Date(2026, 8, 24, 9, 0, 0, 0, time.UTC)
 const (
 	wsA = "ws-a"
 	wsB = "ws-b"
+	wsC = "ws-c"
 )
 
 var stepKey = ladder.StepKey{Workspace: wsA, Queue: "bills", Step: "post_tms"}
