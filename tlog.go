@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -20,9 +21,28 @@ type TlogHash struct {
 }
 
 // TlogLeaf ties a leaf of a workspace's tree to the audit record it is.
+// Stores do not keep them: a leaf's index is its record's position in the
+// workspace's log, given at append time, and the tree's size says which
+// positions are leaves.
 type TlogLeaf struct {
 	Index int64 // 0-based position in the workspace's tree
 	Seq   int64 // the audit record's sequence number
+}
+
+// CheckLeaves refuses leaves a TlogTx.Append is given unless they are
+// consecutive and the last is the one before the tree's new size: with the
+// leaves not stored, the size is what says which positions are leaves, so
+// a tree must not grow past or short of them.
+func CheckLeaves(size int64, leaves []TlogLeaf) error {
+	for i := 1; i < len(leaves); i++ {
+		if leaves[i].Index != leaves[i-1].Index+1 {
+			return fmt.Errorf("append leaves: leaf %d after leaf %d is not the next one", leaves[i].Index, leaves[i-1].Index)
+		}
+	}
+	if n := len(leaves); n > 0 && leaves[n-1].Index != size-1 {
+		return fmt.Errorf("append leaves: the last leaf is %d, not the one before the new size %d", leaves[n-1].Index, size)
+	}
+	return nil
 }
 
 // TlogCheckpoint is a signed tree head of one workspace's log: the tree's
@@ -50,8 +70,9 @@ type TlogTx interface {
 	Pending(from int64, limit int) ([]AuditRecord, error)
 	// ReadHashes returns the stored hashes at indexes, in that order.
 	ReadHashes(indexes []int64) ([][32]byte, error)
-	// Append stores new leaves and stored hashes and moves the head to
-	// size and lastSeq.
+	// Append stores new stored hashes and moves the head to size and
+	// lastSeq, the new leaves being the positions up to size (it refuses
+	// leaves CheckLeaves refuses).
 	Append(size, lastSeq int64, leaves []TlogLeaf, hashes []TlogHash) error
 }
 

@@ -45,7 +45,7 @@ func TestMigration0011Backfills(t *testing.T) {
 		// Back to the schema before 0011: what later migrations made goes
 		// too, since migrations apply above the newest one applied.
 		`DROP TABLE deliveries, outbox`,
-		`DROP TABLE tlog_head, tlog_leaf, tlog_hash, tlog_checkpoint, tlog_meta`,
+		`DROP TABLE tlog_head, tlog_hash, tlog_checkpoint, tlog_meta`,
 		`ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`, `DROP SEQUENCE audit_seq_gen`,
 		`CREATE TABLE audit_head (id boolean PRIMARY KEY DEFAULT true CHECK (id), seq bigint NOT NULL, hash text NOT NULL)`,
 		`INSERT INTO audit_head (id, seq, hash) SELECT true, seq, hash FROM audit ORDER BY seq DESC LIMIT 1`,

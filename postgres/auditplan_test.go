@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,12 +160,12 @@ func TestMigration0016(t *testing.T) {
 	want := storetest.ListEach(t, s, queries)
 	s.Close()
 	conn := adminConn(t, schema)
-	for _, stmt := range []string{
+	for _, stmt := range slices.Concat(undo0018, []string{
 		`DROP INDEX audit_by_workspace_step`,
 		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
 		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 16`,
-	} {
+	}) {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}

@@ -128,18 +128,18 @@ func readHashes(ctx context.Context, q querier, ws string, indexes []int64) ([][
 }
 
 func (t *tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
-	var (
-		lIdx, lSeq, hIdx []int64
-		hHash            [][]byte
-	)
-	for _, l := range leaves {
-		lIdx, lSeq = append(lIdx, l.Index), append(lSeq, l.Seq)
+	// The leaves are not stored: a leaf's index is its record's position,
+	// audit.ws_idx (migration 0018), and the head's size says which
+	// positions are leaves.
+	if err := ladder.CheckLeaves(size, leaves); err != nil {
+		return err
 	}
+	var (
+		hIdx  []int64
+		hHash [][]byte
+	)
 	for _, h := range hashes {
 		hIdx, hHash = append(hIdx, h.Index), append(hHash, h.Hash[:])
-	}
-	if _, err := t.tx.Exec(t.ctx, `INSERT INTO tlog_leaf (workspace, idx, seq) SELECT $1, i, s FROM unnest($2::bigint[], $3::bigint[]) AS u(i, s)`, t.ws, lIdx, lSeq); err != nil {
-		return fmt.Errorf("insert leaves: %w", err)
 	}
 	if _, err := t.tx.Exec(t.ctx, `INSERT INTO tlog_hash (workspace, idx, hash) SELECT $1, i, h FROM unnest($2::bigint[], $3::bytea[]) AS u(i, h)`, t.ws, hIdx, hHash); err != nil {
 		return fmt.Errorf("insert stored hashes: %w", err)
@@ -175,13 +175,15 @@ func (s *Store) TlogHashes(ctx context.Context, workspace string, indexes []int6
 	return hs, err
 }
 
-// TlogLeafOf returns the leaf index of workspace's record seq.
+// TlogLeafOf returns the leaf index of workspace's record seq: its
+// position in the workspace's log, once the tree holds that position.
 func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error) {
 	if err := s.reading(); err != nil {
 		return 0, err
 	}
 	var idx int64
-	err := s.pool.QueryRow(ctx, `SELECT idx FROM tlog_leaf WHERE seq = $1 AND workspace = $2`, seq, workspace).Scan(&idx)
+	err := s.pool.QueryRow(ctx, `SELECT a.ws_idx FROM audit AS a JOIN tlog_head AS h ON h.workspace = a.workspace
+		WHERE a.seq = $1 AND a.workspace = $2 AND a.ws_idx < h.size`, seq, workspace).Scan(&idx)
 	if err != nil {
 		return 0, s.readErr(err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,7 +199,7 @@ func TestMigration0014(t *testing.T) {
 	openTest(t, schema).Close()
 	conn := adminConn(t, schema)
 	legacy := storetest.GlobalChain(t, 9)
-	for _, stmt := range []string{
+	for _, stmt := range slices.Concat(undo0018, []string{
 		`DROP INDEX audit_by_workspace_idx`, `ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`, `DROP SEQUENCE audit_seq_gen`,
 		`CREATE TABLE audit_head (id boolean PRIMARY KEY DEFAULT true CHECK (id), seq bigint NOT NULL, hash text NOT NULL)`,
 		`ALTER TABLE tlog_meta DROP COLUMN chain_seq, ADD COLUMN watermark bigint NOT NULL DEFAULT 0`,
@@ -209,7 +210,7 @@ func TestMigration0014(t *testing.T) {
 		// 0017 dropped audit_by_kind.
 		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
-	} {
+	}) {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}

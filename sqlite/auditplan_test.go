@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,12 +142,12 @@ func TestMigration0016(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	for _, stmt := range []string{
+	for _, stmt := range slices.Concat(undo0018, []string{
 		`DROP INDEX audit_by_workspace_step`,
 		`CREATE INDEX audit_by_workspace_step ON audit (workspace, step, queue, seq)`,
 		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 16`,
-	} {
+	}) {
 		if _, err := raw.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}

@@ -117,7 +117,7 @@ func undo0011(t *testing.T, path string) {
 		`ALTER TABLE audit DROP COLUMN queue`, `ALTER TABLE audit DROP COLUMN step`,
 		// Nor has it the migrations after 0011.
 		`DROP INDEX audit_by_workspace_idx`, `ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`,
-		`DROP TABLE tlog_head`, `DROP TABLE tlog_leaf`, `DROP TABLE tlog_hash`, `DROP TABLE tlog_checkpoint`, `DROP TABLE tlog_meta`,
+		`DROP TABLE tlog_head`, `DROP TABLE tlog_hash`, `DROP TABLE tlog_checkpoint`, `DROP TABLE tlog_meta`,
 		`DROP TABLE deliveries`, `DROP TABLE outbox`,
 		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 11`,

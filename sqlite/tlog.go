@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/ladderhq/ladder"
 )
@@ -90,15 +89,11 @@ func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []l
 	// element's position (as PostgreSQL's takes arrays through unnest): a
 	// statement per row was most of an integration's time in the one
 	// writer (BENCHMARKS.md). Integration adds consecutive leaves, whose
-	// stored hashes are consecutive too; anything else is refused.
-	if len(leaves) > 0 {
-		if err := consecutive("leaf", len(leaves), func(i int) int64 { return leaves[i].Index }); err != nil {
-			return fmt.Errorf("insert leaves: %w", err)
-		}
-		seqs := jsonArray(len(leaves), func(b []byte, i int) []byte { return strconv.AppendInt(b, leaves[i].Seq, 10) })
-		if _, err := t.w.exec(`INSERT INTO tlog_leaf (workspace, idx, seq) SELECT ?, ? + j.key, j.value FROM json_each(?) AS j`, t.ws, leaves[0].Index, seqs); err != nil {
-			return fmt.Errorf("insert leaves: %w", err)
-		}
+	// stored hashes are consecutive too; anything else is refused. The
+	// leaves themselves are not stored: a leaf's index is its record's
+	// position, audit.ws_idx (migration 0018).
+	if err := ladder.CheckLeaves(size, leaves); err != nil {
+		return err
 	}
 	if len(hashes) > 0 {
 		if err := consecutive("hash", len(hashes), func(i int) int64 { return hashes[i].Index }); err != nil {
@@ -170,10 +165,18 @@ func (s *Store) TlogHashes(ctx context.Context, workspace string, indexes []int6
 	return out, nil
 }
 
-// TlogLeafOf returns the leaf index of workspace's record seq.
+// TlogLeafOf returns the leaf index of workspace's record seq: its
+// position in the workspace's log, once the tree holds that position.
 func (s *Store) TlogLeafOf(ctx context.Context, workspace string, seq int64) (int64, error) {
+	query := `SELECT a.ws_idx FROM audit AS a JOIN tlog_head AS h ON h.workspace = a.workspace
+		WHERE a.seq = ? AND a.workspace = ? AND a.ws_idx < h.size`
+	if s.globalChain {
+		// A read-only database from before migration 0014 has no
+		// positions; its leaves are in tlog_leaf (migration 0012).
+		query = `SELECT idx FROM tlog_leaf WHERE seq = ? AND workspace = ?`
+	}
 	var idx int64
-	err := s.readers.QueryRowContext(ctx, `SELECT idx FROM tlog_leaf WHERE seq = ? AND workspace = ?`, seq, workspace).Scan(&idx)
+	err := s.readers.QueryRowContext(ctx, query, seq, workspace).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ladder.ErrNotFound
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestMigration0014(t *testing.T) {
 	}
 	defer raw.Close()
 	legacy := storetest.GlobalChain(t, 9)
-	stmts := []string{
+	stmts := slices.Concat(undo0018, []string{
 		`DROP INDEX audit_by_workspace_idx`, `ALTER TABLE audit DROP COLUMN ws_idx`, `DROP TABLE audit_ws_head`,
 		`ALTER TABLE tlog_meta DROP COLUMN chain_seq`, `ALTER TABLE tlog_meta ADD COLUMN watermark INTEGER NOT NULL DEFAULT 0`,
 		// 0015's indexes too, as every later migration runs again.
@@ -40,7 +41,7 @@ func TestMigration0014(t *testing.T) {
 		// 0017 dropped audit_by_kind.
 		`CREATE INDEX audit_by_kind ON audit (kind, seq)`,
 		`DELETE FROM schema_migrations WHERE version >= 14`,
-	}
+	})
 	for _, stmt := range stmts {
 		if _, err := raw.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)

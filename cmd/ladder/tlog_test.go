@@ -308,7 +308,6 @@ func TestWitnessCatchesForkedHistory(t *testing.T) {
 	for _, q := range []string{
 		`DROP TRIGGER audit_no_update`,
 		`UPDATE audit SET subject = 'rewritten' WHERE seq = (SELECT MIN(seq) FROM audit WHERE workspace = 'vantrow-bills' AND kind = 'route')`,
-		`DELETE FROM tlog_leaf WHERE workspace = 'vantrow-bills'`,
 		`DELETE FROM tlog_hash WHERE workspace = 'vantrow-bills'`,
 		`DELETE FROM tlog_head WHERE workspace = 'vantrow-bills'`,
 		`DELETE FROM tlog_checkpoint WHERE workspace = 'vantrow-bills'`,
