@@ -1,15 +1,11 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/translog"
+	"github.com/ladderhq/ladder/storetest"
 )
 
 // undo0018 puts back migration 0012's tlog_leaf as the integrator kept it
@@ -30,31 +26,7 @@ func TestMigration0018(t *testing.T) {
 	for _, tampered := range []bool{false, true} {
 		schema := newSchema(t)
 		s := openTest(t, schema)
-		var entries []ladder.AuditEntry
-		for i := range 12 {
-			e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b", "ws-a"}[i%3], "k1", ladder.AuditRoute, fmt.Sprint("rt_", i), time.Date(2026, 8, 24, 9, 0, 0, 0, time.UTC), map[string]any{"i": i})
-			if err != nil {
-				t.Fatal(err)
-			}
-			entries = append(entries, e)
-		}
-		recs, err := s.AppendAudit(ctx, entries...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ws := range []string{"ws-a", "ws-b"} {
-			if _, err := translog.IntegrateAll(ctx, s, ws); err != nil {
-				t.Fatal(err)
-			}
-		}
-		leaves := map[int64]int64{} // by seq
-		for _, r := range recs {
-			idx, err := s.TlogLeafOf(ctx, r.Workspace, r.Seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaves[r.Seq] = idx
-		}
+		before := storetest.LeafMigrationRecords(t, s)
 		s.Close()
 
 		conn := adminConn(t, schema)
@@ -68,11 +40,11 @@ func TestMigration0018(t *testing.T) {
 			}
 		}
 		var rows int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM tlog_leaf`).Scan(&rows); err != nil || rows != len(recs) {
-			t.Fatalf("tlog_leaf put back with %d rows (%v), want %d", rows, err, len(recs))
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM tlog_leaf`).Scan(&rows); err != nil || rows != len(before.Records) {
+			t.Fatalf("tlog_leaf put back with %d rows (%v), want %d", rows, err, len(before.Records))
 		}
 
-		s, err = Open(ctx, testDSN(t), Options{Schema: schema})
+		s, err := Open(ctx, testDSN(t), Options{Schema: schema})
 		if tampered {
 			if err == nil || !strings.Contains(err.Error(), "tlog_leaf disagrees with the audit records") || !strings.Contains(err.Error(), "workspace ws-b") || !strings.Contains(err.Error(), "restore it from a backup") {
 				t.Errorf("tampered tlog_leaf: open error %v, want the migration stopped naming the leaf", err)
@@ -92,24 +64,7 @@ func TestMigration0018(t *testing.T) {
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'tlog_leaf'`, schema).Scan(&rows); err != nil || rows != 0 {
 			t.Errorf("tlog_leaf after migration 0018: %d (%v), want it dropped", rows, err)
 		}
-		for _, r := range recs {
-			if idx, err := s.TlogLeafOf(ctx, r.Workspace, r.Seq); err != nil || idx != leaves[r.Seq] {
-				t.Errorf("leaf of seq %d after migration 0018 = %d, %v; want %d", r.Seq, idx, err, leaves[r.Seq])
-			}
-		}
-		more, err := s.AppendAudit(ctx, entries[:2]...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := translog.IntegrateAll(ctx, s, "ws-a"); err != nil {
-			t.Fatal(err)
-		}
-		if idx, err := s.TlogLeafOf(ctx, "ws-a", more[0].Seq); err != nil || idx != 8 {
-			t.Errorf("leaf of the first record after migration 0018 = %d, %v; want 8 (ws-a had 8)", idx, err)
-		}
-		if _, err := s.TlogLeafOf(ctx, "ws-b", more[1].Seq); !errors.Is(err, ladder.ErrNotFound) {
-			t.Errorf("leaf of a ws-b record not yet integrated: %v, want ErrNotFound", err)
-		}
+		before.CheckLeavesKept(t, s)
 		s.Close()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/storetest"
 	"github.com/ladderhq/ladder/translog"
 )
 
@@ -148,31 +149,7 @@ func TestMigration0018(t *testing.T) {
 	for _, tampered := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "ladder.db")
 		s := openPath(t, path)
-		var entries []ladder.AuditEntry
-		for i := range 12 {
-			e, err := ladder.NewAuditEntry([]string{"ws-a", "ws-b", "ws-a"}[i%3], "k1", ladder.AuditRoute, fmt.Sprint("rt_", i), t0, map[string]any{"i": i})
-			if err != nil {
-				t.Fatal(err)
-			}
-			entries = append(entries, e)
-		}
-		recs, err := s.AppendAudit(ctx, entries...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaves := map[int64]int64{}
-		for _, ws := range []string{"ws-a", "ws-b"} {
-			if _, err := translog.IntegrateAll(ctx, s, ws); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, r := range recs {
-			idx, err := s.TlogLeafOf(ctx, r.Workspace, r.Seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaves[r.Seq] = idx
-		}
+		before := storetest.LeafMigrationRecords(t, s)
 		s.Close()
 
 		raw, err := sql.Open("sqlite", path)
@@ -189,8 +166,8 @@ func TestMigration0018(t *testing.T) {
 			}
 		}
 		var rows int
-		if err := raw.QueryRow(`SELECT COUNT(*) FROM tlog_leaf`).Scan(&rows); err != nil || rows != len(recs) {
-			t.Fatalf("tlog_leaf put back with %d rows (%v), want %d", rows, err, len(recs))
+		if err := raw.QueryRow(`SELECT COUNT(*) FROM tlog_leaf`).Scan(&rows); err != nil || rows != len(before.Records) {
+			t.Fatalf("tlog_leaf put back with %d rows (%v), want %d", rows, err, len(before.Records))
 		}
 
 		s, err = Open(ctx, path, Options{})
@@ -215,24 +192,7 @@ func TestMigration0018(t *testing.T) {
 			t.Errorf("tlog_leaf after migration 0018: %d (%v), want it dropped", rows, err)
 		}
 		raw.Close()
-		for seq, want := range leaves {
-			if idx, err := s.TlogLeafOf(ctx, recs[seq-1].Workspace, seq); err != nil || idx != want {
-				t.Errorf("leaf of seq %d after migration 0018 = %d, %v; want %d", seq, idx, err, want)
-			}
-		}
-		more, err := s.AppendAudit(ctx, entries[:2]...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := translog.IntegrateAll(ctx, s, "ws-a"); err != nil {
-			t.Fatal(err)
-		}
-		if idx, err := s.TlogLeafOf(ctx, "ws-a", more[0].Seq); err != nil || idx != 8 {
-			t.Errorf("leaf of the first record after migration 0018 = %d, %v; want 8 (ws-a had 8)", idx, err)
-		}
-		if _, err := s.TlogLeafOf(ctx, "ws-b", more[1].Seq); !errors.Is(err, ladder.ErrNotFound) {
-			t.Errorf("leaf of a ws-b record not yet integrated: %v, want ErrNotFound", err)
-		}
+		before.CheckLeavesKept(t, s)
 		s.Close()
 	}
 }

@@ -135,3 +135,63 @@ func testTlogCheckpoints(t *testing.T, s ladder.Store) {
 		t.Error("TlogAdopt lost after TlogUnadopt")
 	}
 }
+
+// LeafMigration is a store's logs as its test of migration 0018 (which
+// dropped tlog_leaf) finds them before the migration: twelve records over
+// two workspaces, both logs integrated, and each record's leaf index.
+type LeafMigration struct {
+	Records []ladder.AuditRecord
+	Leaves  map[int64]int64 // leaf index by seq
+}
+
+// LeafMigrationRecords appends and integrates LeafMigration's records.
+func LeafMigrationRecords(t *testing.T, s ladder.Store) LeafMigration {
+	t.Helper()
+	ctx := t.Context()
+	var entries []ladder.AuditEntry
+	for i := range 12 {
+		entries = append(entries, entry(t, []string{wsA, wsB, wsA}[i%3], ladder.AuditRoute, fmt.Sprint("rt_", i), t0, map[string]any{"i": i}))
+	}
+	recs, err := s.AppendAudit(ctx, entries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := LeafMigration{Records: recs, Leaves: map[int64]int64{}}
+	for _, ws := range []string{wsA, wsB} {
+		if _, err := translog.IntegrateAll(ctx, s, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range m.Records {
+		if m.Leaves[r.Seq], err = s.TlogLeafOf(ctx, r.Workspace, r.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// CheckLeavesKept checks a store after migration 0018 against m: every
+// record keeps its leaf index, the logs grow on from where they were, and
+// a record not yet integrated is no leaf.
+func (m LeafMigration) CheckLeavesKept(t *testing.T, s ladder.Store) {
+	t.Helper()
+	ctx := t.Context()
+	for _, r := range m.Records {
+		if idx, err := s.TlogLeafOf(ctx, r.Workspace, r.Seq); err != nil || idx != m.Leaves[r.Seq] {
+			t.Errorf("leaf of seq %d after migration 0018 = %d, %v; want %d", r.Seq, idx, err, m.Leaves[r.Seq])
+		}
+	}
+	more, err := s.AppendAudit(ctx, entry(t, wsA, ladder.AuditRoute, "rt_a", t0, nil), entry(t, wsB, ladder.AuditRoute, "rt_b", t0, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := translog.IntegrateAll(ctx, s, wsA); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := s.TlogLeafOf(ctx, wsA, more[0].Seq); err != nil || idx != 8 {
+		t.Errorf("leaf of the first record after migration 0018 = %d, %v; want 8 (%s had 8)", idx, err, wsA)
+	}
+	if _, err := s.TlogLeafOf(ctx, wsB, more[1].Seq); !errors.Is(err, ladder.ErrNotFound) {
+		t.Errorf("leaf of a %s record not yet integrated: %v, want ErrNotFound", wsB, err)
+	}
+}
