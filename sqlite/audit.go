@@ -168,9 +168,10 @@ func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.Au
 // merged, each read bounded by the merged page's last record once the page
 // is full. The index is named: with seq bounded on both sides SQLite
 // prefers audit_by_workspace, which would walk the workspace's records
-// between the bounds for a kind that may be rare. It reads in one transaction, so the page is one snapshot: a
-// record committed between two workspaces' reads could otherwise fall
-// behind the cursor of the page after it and never be listed.
+// between the bounds for a kind that may be rare. It reads in one
+// transaction, so the page is one snapshot: a record committed between two
+// workspaces' reads could otherwise fall behind the cursor of the page
+// after it and never be listed.
 func (s *Store) listAuditKind(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
