@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ladderhq/ladder"
@@ -189,17 +190,33 @@ func (s *Store) listAuditKind(ctx context.Context, q ladder.AuditQuery) ([]ladde
 	if err != nil {
 		return nil, err
 	}
+	if len(workspaces) == 0 {
+		return nil, nil
+	}
 	limit := ladder.PageLimit(q.Limit)
+	// One statement serves every workspace: the edge is always bound,
+	// first to a value that bounds nothing.
+	wq := q
+	wq.Workspace = workspaces[0]
+	edge := int64(math.MaxInt64)
+	if q.Desc {
+		edge = -1
+	}
+	query, args := auditListQuery(wq, edge, kindIndex)
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
 	var page []ladder.AuditRecord
 	for _, ws := range workspaces {
-		var edge int64
 		if len(page) == limit {
 			edge = page[limit-1].Seq
 		}
-		wq := q
-		wq.Workspace = ws
-		query, args := auditListQuery(wq, edge, kindIndex)
-		rows, err := tx.QueryContext(ctx, query, args...)
+		// The statement's arguments are the workspace first and the edge
+		// just before the limit (auditListQuery).
+		args[0], args[len(args)-2] = ws, edge
+		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +251,8 @@ func mergeAudit(a, b []ladder.AuditRecord, desc bool, limit int) []ladder.AuditR
 
 // auditListQuery is ListAudit's statement and arguments for q. A non-zero
 // edge also keeps to records before it in the listing's order (seq < edge,
-// or seq > edge with Desc); a non-empty index is the one SQLite must read.
+// or seq > edge with Desc), its argument the one before the limit; a
+// non-empty index is the one SQLite must read.
 func auditListQuery(q ladder.AuditQuery, edge int64, index string) (string, []any) {
 	var (
 		where []string
@@ -265,13 +283,13 @@ func auditListQuery(q ladder.AuditQuery, edge int64, index string) (string, []an
 		if q.BeforeSeq > 0 {
 			where, args = append(where, "seq < ?"), append(args, q.BeforeSeq)
 		}
-		if edge > 0 {
+		if edge != 0 {
 			where, args = append(where, "seq > ?"), append(args, edge)
 		}
 		order = "seq DESC"
 	} else {
 		where, args = append(where, "seq > ?"), append(args, q.AfterSeq)
-		if edge > 0 {
+		if edge != 0 {
 			where, args = append(where, "seq < ?"), append(args, edge)
 		}
 	}
