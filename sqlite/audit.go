@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/ladderhq/ladder"
@@ -138,126 +137,45 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 // Only the filters q sets become conditions, so SQLite picks the index of
 // the one that narrows (migrations 0001, 0011 and 0016). A kind across
 // every workspace has no index of its own (migration 0017): see
-// listAuditKind.
+// auditListQuery.
 func (s *Store) ListAudit(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
 	if s.noAuditStep && (q.Queue != "" || q.Step != "") {
 		return nil, fmt.Errorf("list audit: the database %s predates the audit step filter (migration 0011) and is open read-only; open it once read-write (ladder serve) to migrate it", s.path)
 	}
-	var (
-		recs []ladder.AuditRecord
-		err  error
-	)
 	// A read-only database from before migration 0014 has no workspace
 	// heads to go through, and still has audit_by_kind.
-	if q.Workspace == "" && q.Kind != "" && !s.globalChain {
-		recs, err = s.listAuditKind(ctx, q)
-	} else {
-		query, args := auditListQuery(q, 0, "")
-		var rows *sql.Rows
-		if rows, err = s.readers.QueryContext(ctx, query, args...); err == nil {
-			recs, err = collect(rows, scanAudit)
-		}
+	query, args := auditListQuery(q, kindAcrossWorkspaces(q) && !s.globalChain)
+	rows, err := s.readers.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
 	}
+	recs, err := collect(rows, scanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", s.mapErr(err))
 	}
 	return recs, nil
 }
 
-// listAuditKind answers a kind filter across every workspace from
-// audit_by_workspace_kind: the page of each workspace in audit_ws_head,
-// merged, each read bounded by the merged page's last record once the page
-// is full. The index is named: with seq bounded on both sides SQLite
-// prefers audit_by_workspace, which would walk the workspace's records
-// between the bounds for a kind that may be rare. It reads in one
-// transaction, so the page is one snapshot: a record committed between two
-// workspaces' reads could otherwise fall behind the cursor of the page
-// after it and never be listed.
-func (s *Store) listAuditKind(ctx context.Context, q ladder.AuditQuery) ([]ladder.AuditRecord, error) {
-	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() // read-only: nothing to undo, so its error says nothing
-	rows, err := tx.QueryContext(ctx, `SELECT workspace FROM audit_ws_head ORDER BY workspace`)
-	if err != nil {
-		return nil, err
-	}
-	workspaces, err := collect(rows, func(r scanner) (string, error) {
-		var ws string
-		return ws, r.Scan(&ws)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(workspaces) == 0 {
-		return nil, nil
-	}
-	limit := ladder.PageLimit(q.Limit)
-	// One statement serves every workspace: the edge is always bound,
-	// first to a value that bounds nothing.
-	wq := q
-	wq.Workspace = workspaces[0]
-	edge := int64(math.MaxInt64)
-	if q.Desc {
-		edge = -1
-	}
-	query, args := auditListQuery(wq, edge, kindIndex)
-	stmt, err := tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	var page []ladder.AuditRecord
-	for _, ws := range workspaces {
-		if len(page) == limit {
-			edge = page[limit-1].Seq
-		}
-		// The statement's arguments are the workspace first and the edge
-		// just before the limit (auditListQuery).
-		args[0], args[len(args)-2] = ws, edge
-		rows, err := stmt.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		recs, err := collect(rows, scanAudit)
-		if err != nil {
-			return nil, err
-		}
-		page = mergeAudit(page, recs, q.Desc, limit)
-	}
-	return page, nil
-}
+// kindAcrossWorkspaces reports whether q is a kind filter across every
+// workspace.
+func kindAcrossWorkspaces(q ladder.AuditQuery) bool { return q.Workspace == "" && q.Kind != "" }
 
-// kindIndex is the index listAuditKind reads, (workspace, kind, seq).
-const kindIndex = "audit_by_workspace_kind"
-
-// mergeAudit returns the first limit records of a and b, each already in
-// seq order (descending with desc), in that order.
-func mergeAudit(a, b []ladder.AuditRecord, desc bool, limit int) []ladder.AuditRecord {
-	if len(b) == 0 {
-		return a
-	}
-	out := make([]ladder.AuditRecord, 0, min(len(a)+len(b), limit))
-	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
-		if len(b) == 0 || len(a) > 0 && (a[0].Seq < b[0].Seq) != desc {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
-		}
-	}
-	return out
-}
-
-// auditListQuery is ListAudit's statement and arguments for q. A non-zero
-// edge also keeps to records before it in the listing's order (seq < edge,
-// or seq > edge with Desc), its argument the one before the limit; a
-// non-empty index is the one SQLite must read.
-func auditListQuery(q ladder.AuditQuery, edge int64, index string) (string, []any) {
+// auditListQuery is ListAudit's statement and arguments for q. With
+// perWorkspace (a kind across every workspace) it reads each workspace's
+// first page of the kind from audit_by_workspace_kind (seqs only, from the
+// index), for every workspace head, takes the first page of those seqs,
+// and only then reads those records: one statement, so one snapshot,
+// however many workspaces. SQLite has no LATERAL join; a correlated IN
+// subquery per head is its equivalent. The index is named so a filter on
+// another column cannot move the read off it.
+func auditListQuery(q ladder.AuditQuery, perWorkspace bool) (string, []any) {
 	var (
 		where []string
 		args  []any
 	)
+	if perWorkspace {
+		where = append(where, "workspace = h.workspace")
+	}
 	for _, f := range []struct{ col, val string }{
 		{"workspace", q.Workspace}, {"kind", q.Kind}, {"actor", q.Actor}, {"step", q.Step}, {"queue", q.Queue},
 	} {
@@ -283,25 +201,25 @@ func auditListQuery(q ladder.AuditQuery, edge int64, index string) (string, []an
 		if q.BeforeSeq > 0 {
 			where, args = append(where, "seq < ?"), append(args, q.BeforeSeq)
 		}
-		if edge != 0 {
-			where, args = append(where, "seq > ?"), append(args, edge)
-		}
 		order = "seq DESC"
 	} else {
 		where, args = append(where, "seq > ?"), append(args, q.AfterSeq)
-		if edge != 0 {
-			where, args = append(where, "seq < ?"), append(args, edge)
-		}
+	}
+	limit := ladder.PageLimit(q.Limit)
+	if perWorkspace {
+		return `SELECT ` + auditColumns + ` FROM audit WHERE seq IN (
+			SELECT c.seq FROM audit_ws_head AS h, audit AS c WHERE c.seq IN (
+				SELECT seq FROM audit INDEXED BY audit_by_workspace_kind WHERE ` + strings.Join(where, " AND ") + `
+				ORDER BY ` + order + ` LIMIT ?)
+			ORDER BY c.` + order + ` LIMIT ?)
+			ORDER BY ` + order, append(args, limit, limit)
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit`
-	if index != "" {
-		query += ` INDEXED BY ` + index
-	}
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY ` + order + ` LIMIT ?`
-	return query, append(args, ladder.PageLimit(q.Limit))
+	return query, append(args, limit)
 }
 
 // walkPage is how many records WalkAudit reads per query. Paging keeps a
