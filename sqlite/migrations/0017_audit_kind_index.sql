@@ -3,6 +3,6 @@
 -- listing or export), yet every record paid an entry in it, and each index
 -- costs every group commit at least one WAL page (BENCHMARKS.md, "What two
 -- audit indexes cost a record"). ListAudit now answers that filter from
--- audit_by_workspace_kind, one workspace at a time in one read
--- transaction, the workspaces being audit_ws_head's rows.
+-- audit_by_workspace_kind, one workspace at a time, the workspaces being
+-- audit_ws_head's rows, in one statement.
 DROP INDEX audit_by_kind;
