@@ -211,3 +211,42 @@ func ladderHandlerWith(b *testing.B, workspace string, runner service.Runner, id
 		Mounts: map[string]http.Handler{"/mcp": m}, MaxInFlightPerKey: -1})
 	return h, token
 }
+
+// BenchmarkStandInLedger is the other side of the capability budget: the
+// stand-in ledger's readLedger called straight, over a pooled loopback
+// connection as ladder's upstream client makes it, with no ladder in
+// between. BenchmarkLadderCapability is the same call through ladder, so
+// the two counted by bench/probe/cgcount.sh give the budget's ratio in
+// instructions, which a busy machine does not move.
+func BenchmarkStandInLedger(b *testing.B) {
+	_, up := testenv.DemoPool(b)
+	url := up.Resolve("demo:ledger")
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelism}}
+	b.Cleanup(hc.CloseIdleConnections)
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(seq.Add(1), 10) + `,"method":"tools/call","params":{"name":"readLedger",` +
+				`"arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"}}}`
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"structuredContent"`) || strings.Contains(string(data), `"isError":true`) {
+				b.Fatalf("HTTP %d: %s (%v)", resp.StatusCode, data, err)
+			}
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,11 +97,11 @@ func callText(res ladder.CallResult) string {
 	if len(res.Result) == 0 {
 		return res.Message
 	}
-	var b bytes.Buffer
-	if json.Compact(&b, res.Result) != nil {
+	b, err := ladder.AppendCompactJSON([]byte(res.Message+" Result: "), res.Result, false)
+	if err != nil {
 		return res.Message
 	}
-	return res.Message + " Result: " + b.String()
+	return string(b)
 }
 
 // capabilityAnnotations say what a capability call may do: ladder records

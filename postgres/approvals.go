@@ -456,7 +456,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 // beginCall is BeginCall's op (and RouteAndBeginCall's second part); recs
 // receives the call's audit record once the batch has appended it.
 func (w *wtx) beginCall(c ladder.Call, audit ladder.AuditEntry, got *ladder.Call, created *bool, recs *[]ladder.AuditRecord) error {
-	doc, err := json.Marshal(c)
+	doc, err := c.AppendJSON(nil)
 	if err != nil {
 		return err
 	}

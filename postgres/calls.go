@@ -18,7 +18,7 @@ import (
 // replicas exactly one commits and the other finds the status changed.
 func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStatus, audit ladder.AuditEntry) error {
 	return s.write(ctx, func(w *wtx) error {
-		doc, err := json.Marshal(c)
+		doc, err := c.AppendJSON(nil)
 		if err != nil {
 			return err
 		}

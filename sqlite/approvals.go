@@ -354,7 +354,7 @@ type readyCall struct {
 }
 
 func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, error) {
-	doc, err := json.Marshal(c)
+	doc, err := c.AppendJSON(nil)
 	if err != nil {
 		return readyCall{}, err
 	}

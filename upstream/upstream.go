@@ -471,11 +471,11 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s answered with an error: %s.", x.Tool, strings.Join(texts, " ")), nil)
 	}
 	if sc := bytes.TrimSpace(ans.StructuredContent); len(sc) > 0 && string(sc) != "null" {
-		var b bytes.Buffer
-		if err := json.Compact(&b, sc); err != nil {
+		body, err := ladder.AppendCompactJSON(nil, sc, false)
+		if err != nil {
 			return Result{}, err
 		}
-		return Result{Body: b.Bytes()}, nil
+		return Result{Body: body}, nil
 	}
 	body, err := json.Marshal(map[string]any{"text": strings.Join(texts, "\n")})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder"
 )
 
 // frameCases are ids as clients send them (numbers, strings with HTML
@@ -94,6 +96,10 @@ func resultShapes(text string) []*sdk.CallToolResult {
 		{Content: one(), StructuredContent: json.RawMessage(` [ "` + strings.ReplaceAll(text, `"`, ``) + `" ] `)},
 		{Content: one(), StructuredContent: marshalsBadly{}},
 		{Content: one(), StructuredContent: 7},
+		{Content: one(), StructuredContent: ladder.CallResult{Status: ladder.CallResultExecuted, Capability: "ticket6:readLedger", Message: text,
+			Result: json.RawMessage(`{"balance":80.5,"entries":[{"description":"` + strings.ReplaceAll(text, `"`, ``) + `"}]}`), CallID: "call_1", AuditSeq: 9}},
+		{Content: one(), StructuredContent: ladder.CallResult{Status: ladder.CallResultExecuted, Message: text, Result: json.RawMessage(` {"a" : "<b>"} `), Replayed: true}, IsError: true},
+		{Content: one(), StructuredContent: ladder.CallResult{Status: ladder.CallResultExpired, Result: json.RawMessage(`{"a":`)}},
 		{Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: "two"}}},
 		{Content: []sdk.Content{}},
 		{Content: []sdk.Content{&sdk.ImageContent{Data: []byte(text), MIMEType: "image/png"}}},
@@ -124,5 +130,45 @@ func checkMarshalResult(t *testing.T, res *sdk.CallToolResult) {
 	}
 	if werr == nil && !bytes.Equal(got, want) {
 		t.Fatalf("%+v:\nmarshalResult %s\njson.Marshal  %s", res, got, want)
+	}
+}
+
+// callRequestReference is CallRequestMeta as json.Marshal writes it: the
+// params marshalled, then the message holding them.
+func callRequestReference(id json.RawMessage, tool string, args, meta json.RawMessage) ([]byte, error) {
+	params, err := json.Marshal(CallParams{Name: tool, Arguments: args, Meta: meta})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Message[json.RawMessage]{JSONRPC: Version, ID: id, Method: "tools/call", Params: params})
+}
+
+// TestCallRequestMatchesMarshal holds CallRequestMeta to json.Marshal of
+// the message it writes out: the same bytes, or an error from both.
+func TestCallRequestMatchesMarshal(t *testing.T) {
+	args := []string{``, `{}`, `{"program":"partner-2027","since":"2026-10-01"}`, ` {"a" : [1, 2]} `, `{"a":"<b>&"}`, `{"a":`, `{"a":1}x`}
+	metas := []string{``, `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, `{"k":"\u2028"}`, `[`}
+	for _, id := range frameIDs {
+		for _, tool := range frameTexts {
+			for _, a := range args {
+				for _, m := range metas {
+					var idRaw, aRaw, mRaw json.RawMessage
+					if id != "" {
+						idRaw = json.RawMessage(id)
+					}
+					if a != "" {
+						aRaw = json.RawMessage(a)
+					}
+					if m != "" {
+						mRaw = json.RawMessage(m)
+					}
+					want, werr := callRequestReference(idRaw, tool, aRaw, mRaw)
+					got, gerr := CallRequestMeta(idRaw, tool, aRaw, mRaw)
+					if (werr != nil) != (gerr != nil) || werr == nil && !bytes.Equal(got, want) {
+						t.Fatalf("id %q tool %q args %q meta %q:\nCallRequestMeta %s (%v)\njson.Marshal    %s (%v)", id, tool, a, m, got, gerr, want, werr)
+					}
+				}
+			}
+		}
 	}
 }

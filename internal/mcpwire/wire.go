@@ -20,6 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder"
 )
 
 // Version is the JSON-RPC version every message carries.
@@ -109,22 +111,25 @@ func marshalResult(res *sdk.CallToolResult) ([]byte, error) {
 	if !ok {
 		return json.Marshal(res)
 	}
-	// json.Marshal of a string escapes HTML, as the reflecting encoder
-	// does inside json.Marshal(res).
-	t, err := json.Marshal(text)
-	if err != nil {
-		return nil, err
-	}
-	var sc []byte
+	// AppendJSONString escapes HTML, as the reflecting encoder does inside
+	// json.Marshal(res).
+	out := make([]byte, 0, len(`{"content":[{"type":"text","text":}],"structuredContent":,"isError":true}`)+2*len(text)+64)
+	out = append(ladder.AppendJSONString(append(out, `{"content":[{"type":"text","text":`...), text), `}]`...)
 	if res.StructuredContent != nil {
-		if sc, err = json.Marshal(res.StructuredContent); err != nil {
+		out = append(out, `,"structuredContent":`...)
+		var err error
+		// A capability call's answer (its upstream's result inside) is
+		// written without encoding/json's second pass over the result.
+		if cr, ok := res.StructuredContent.(ladder.CallResult); ok {
+			out, err = cr.AppendJSON(out)
+		} else {
+			var sc []byte
+			sc, err = json.Marshal(res.StructuredContent)
+			out = append(out, sc...)
+		}
+		if err != nil {
 			return nil, err
 		}
-	}
-	out := make([]byte, 0, len(`{"content":[{"type":"text","text":}],"structuredContent":,"isError":true}`)+len(t)+len(sc))
-	out = append(append(append(out, `{"content":[{"type":"text","text":`...), t...), `}]`...)
-	if sc != nil {
-		out = append(append(out, `,"structuredContent":`...), sc...)
 	}
 	if res.IsError {
 		out = append(out, `,"isError":true`...)
@@ -186,12 +191,32 @@ func CallRequest(id json.RawMessage, tool string, args json.RawMessage) ([]byte,
 
 // CallRequestMeta is CallRequest with params._meta (the trace context, as
 // the OpenTelemetry MCP conventions carry it); nil meta leaves it out.
+// The bytes are json.Marshal's of the Message holding the CallParams,
+// written out so the arguments are checked and compacted once, not twice.
 func CallRequestMeta(id json.RawMessage, tool string, args, meta json.RawMessage) ([]byte, error) {
-	params, err := json.Marshal(CallParams{Name: tool, Arguments: args, Meta: meta})
+	out := append(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":"tools/call","params":{"name":,"arguments":,"_meta":}}`)+len(id)+len(tool)+len(args)+len(meta)+8),
+		`{"jsonrpc":"`+Version+`"`...)
+	out, err := appendRawMember(out, `,"id":`, id)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(Message[json.RawMessage]{JSONRPC: Version, ID: id, Method: "tools/call", Params: params})
+	out = ladder.AppendJSONString(append(out, `,"method":"tools/call","params":{"name":`...), tool)
+	if out, err = appendRawMember(out, `,"arguments":`, args); err != nil {
+		return nil, err
+	}
+	if out, err = appendRawMember(out, `,"_meta":`, meta); err != nil {
+		return nil, err
+	}
+	return append(out, "}}"...), nil
+}
+
+// appendRawMember appends key and v, as json.Marshal writes a
+// json.RawMessage field tagged omitempty: nothing when v is empty.
+func appendRawMember(out []byte, key string, v json.RawMessage) ([]byte, error) {
+	if len(v) == 0 {
+		return out, nil
+	}
+	return ladder.AppendCompactJSON(append(out, key...), v, true)
 }
 
 // ToolResult is a tools/call result as a client reads it: the content

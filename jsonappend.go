@@ -1,0 +1,286 @@
+package ladder
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The appenders below write what encoding/json writes, byte for byte, for
+// the documents a capability call carries its upstream's answer in: the
+// stored call and the call's result. encoding/json checks and compacts
+// every json.RawMessage it writes with its byte-at-a-time scanner, and an
+// answer passes through it four times on its way from the upstream to the
+// agent (BENCHMARKS.md, "Issue 22 (session 10)"); here a raw value that is
+// already compact is checked once with jsonScan and copied.
+// TestAppendJSONMatchesMarshal and the Fuzz targets hold them to
+// encoding/json's bytes.
+
+// AppendJSONString appends s as json.Marshal(s) writes it: quoted, with
+// <, >, & and U+2028/U+2029 escaped and invalid UTF-8 replaced by U+FFFD.
+func AppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if jsonSafe(b) {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default: // the other control characters, and <, > and &
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(dst, s[start:]...), '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// jsonSafe reports whether encoding/json writes the ASCII byte b in a
+// string as it is (its htmlSafeSet).
+func jsonSafe(b byte) bool {
+	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+}
+
+// AppendCompactJSON appends the JSON value raw without insignificant space,
+// as json.Compact does; with escapeHTML it also escapes <, >, & and
+// U+2028/U+2029, as json.Marshal writes a json.RawMessage. A value not
+// valid JSON is an error, as it is for them. A value already in that form
+// (what ladder compacted before, and most of what an upstream sends) is
+// checked once and copied; anything else is left to encoding/json.
+func AppendCompactJSON(dst, raw []byte, escapeHTML bool) ([]byte, error) {
+	if s := (jsonScan{in: raw}); len(raw) > 0 && s.space(0) == 0 {
+		if end, ok := s.value(0, 0); ok && end == len(raw) && compactAlready(raw, escapeHTML) {
+			return append(dst, raw...), nil
+		}
+	}
+	if escapeHTML {
+		b, err := json.Marshal(json.RawMessage(raw))
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	}
+	buf := bytes.NewBuffer(dst) // json.Compact appends after dst
+	if err := json.Compact(buf, raw); err != nil {
+		return dst, err
+	}
+	return buf.Bytes(), nil
+}
+
+// compactAlready reports whether the valid JSON value raw holds no space
+// between its tokens and, with escapeHTML, nothing json.Marshal escapes in
+// a string.
+func compactAlready(raw []byte, escapeHTML bool) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		b := raw[i]
+		if !inString {
+			switch b {
+			case ' ', '\t', '\n', '\r':
+				return false
+			case '"':
+				inString = true
+			}
+			continue
+		}
+		switch {
+		case b == '\\':
+			i++ // the escaped byte (a \u escape's digits are plain)
+		case b == '"':
+			inString = false
+		case !escapeHTML:
+		case b == '<' || b == '>' || b == '&':
+			return false
+		case b == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9):
+			return false
+		}
+	}
+	return true
+}
+
+// jsonDoc appends one object's members in the order of its Go fields, as
+// encoding/json writes them; err keeps the first failure.
+type jsonDoc struct {
+	b     []byte
+	start int // where the object starts in b
+	err   error
+}
+
+func newJSONDoc(dst []byte) jsonDoc { return jsonDoc{b: append(dst, '{'), start: len(dst)} }
+
+func (d *jsonDoc) key(name string) {
+	if len(d.b) > d.start+1 {
+		d.b = append(d.b, ',')
+	}
+	d.b = append(append(append(d.b, '"'), name...), '"', ':')
+}
+
+func (d *jsonDoc) str(name, v string) {
+	d.key(name)
+	d.b = AppendJSONString(d.b, v)
+}
+
+// strOmit is str for a field tagged omitempty.
+func (d *jsonDoc) strOmit(name, v string) {
+	if v != "" {
+		d.str(name, v)
+	}
+}
+
+func (d *jsonDoc) intOmit(name string, v int64) {
+	if v != 0 {
+		d.key(name)
+		d.b = strconv.AppendInt(d.b, v, 10)
+	}
+}
+
+// raw writes a json.RawMessage field; a nil one is null, as encoding/json
+// writes it.
+func (d *jsonDoc) raw(name string, v json.RawMessage) {
+	d.key(name)
+	if v == nil {
+		d.b = append(d.b, "null"...)
+		return
+	}
+	var err error
+	if d.b, err = AppendCompactJSON(d.b, v, true); err != nil && d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *jsonDoc) rawOmit(name string, v json.RawMessage) {
+	if len(v) > 0 {
+		d.raw(name, v)
+	}
+}
+
+func (d *jsonDoc) time(name string, t time.Time) {
+	d.key(name)
+	b, err := t.AppendText(append(d.b, '"'))
+	if err != nil { // a year outside 0–9999; b is nil
+		if d.err == nil {
+			d.err = err
+		}
+		return
+	}
+	d.b = append(b, '"')
+}
+
+func (d *jsonDoc) timeOmit(name string, t *time.Time) {
+	if t != nil {
+		d.time(name, *t)
+	}
+}
+
+// done closes the object. On a failure the object is json.Marshal(v)'s,
+// so the error is encoding/json's own.
+func (d *jsonDoc) done(v any) ([]byte, error) {
+	if d.err == nil {
+		return append(d.b, '}'), nil
+	}
+	m, err := json.Marshal(v)
+	if err != nil {
+		return d.b[:d.start], err
+	}
+	return append(d.b[:d.start], m...), nil
+}
+
+// AppendJSON appends c as json.Marshal(c) writes it, which is how a store
+// keeps a call.
+func (c Call) AppendJSON(dst []byte) ([]byte, error) {
+	d := newJSONDoc(dst)
+	d.str("call_id", c.ID)
+	d.str("workspace", c.Workspace)
+	d.str("capability", c.Capability)
+	d.str("key_id", c.KeyID)
+	d.strOmit("idempotency_key", c.IdempotencyKey)
+	d.str("status", string(c.Status))
+	d.raw("payload", c.Payload)
+	if len(c.Scope) > 0 {
+		d.key("scope")
+		keys := make([]string, 0, len(c.Scope))
+		for k := range c.Scope {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		d.b = append(d.b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				d.b = append(d.b, ',')
+			}
+			d.b = append(AppendJSONString(d.b, k), ':')
+			d.b = AppendJSONString(d.b, c.Scope[k])
+		}
+		d.b = append(d.b, '}')
+	}
+	d.strOmit("route_id", c.RouteID)
+	d.strOmit("gate_decision_id", c.GateDecisionID)
+	d.strOmit("evidence_sha256", c.EvidenceSHA256)
+	d.strOmit("approval_id", c.ApprovalID)
+	d.intOmit("audit_seq", c.AuditSeq)
+	d.rawOmit("result", c.Result)
+	d.strOmit("error", c.Error)
+	d.strOmit("error_code", string(c.ErrorCode))
+	d.intOmit("upstream_status", int64(c.UpstreamStatus))
+	d.time("started_at", c.StartedAt)
+	d.timeOmit("finished_at", c.FinishedAt)
+	return d.done(c)
+}
+
+// AppendJSON appends r as json.Marshal(r) writes it: the structured
+// content of every capability call's answer.
+func (r CallResult) AppendJSON(dst []byte) ([]byte, error) {
+	d := newJSONDoc(dst)
+	d.str("status", r.Status)
+	d.str("capability", r.Capability)
+	d.str("message", r.Message)
+	d.rawOmit("result", r.Result)
+	d.strOmit("call_id", r.CallID)
+	d.strOmit("approval_id", r.ApprovalID)
+	d.timeOmit("expires_at", r.ExpiresAt)
+	d.strOmit("route_id", r.RouteID)
+	d.strOmit("decision", r.Decision)
+	d.strOmit("lane", r.Lane)
+	d.strOmit("gate_decision_id", r.GateDecisionID)
+	d.intOmit("audit_seq", r.AuditSeq)
+	if r.Replayed {
+		d.key("replayed")
+		d.b = append(d.b, "true"...)
+	}
+	d.rawOmit("proposal", r.Proposal)
+	return d.done(r)
+}
