@@ -152,3 +152,29 @@ func FuzzAppendCompactJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONObjectMembers holds JSONObjectMembers to json.Unmarshal into a
+// map of raw members: whenever it reports an object (with no escaped key),
+// encoding/json reads the same members, the later of a key sent twice
+// winning in both.
+func FuzzJSONObjectMembers(f *testing.F) {
+	for _, s := range append(jsonRaws, `{"a":1,"a":[2, 3]}`, ` {"payload" : {"b":"\""}, "program":"p"} `, `{"\u0061":1}`, `{"a":1}{}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := map[string]json.RawMessage{}
+		if !JSONObjectMembers(data, func(key []byte, escaped bool, v []byte) bool {
+			got[string(key)] = v
+			return !escaped
+		}) {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("%q: JSONObjectMembers read %q, encoding/json refuses it: %v", data, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: JSONObjectMembers read %q, encoding/json %q", data, got, want)
+		}
+	})
+}

@@ -17,12 +17,7 @@ import (
 // session 8); FuzzAuditStepFast requires the two to agree whenever the
 // fast one answers.
 func auditStepFast(data []byte) (queue, step string, ok bool) {
-	s := jsonScan{in: data}
-	i := s.space(0)
-	if i >= len(data) || data[i] != '{' {
-		return "", "", false
-	}
-	end, ok := s.container(i, 0, '}', func(key []byte, escaped bool, v, end int) bool {
+	ok = objectMembers(data, func(key []byte, escaped bool, v, end int) bool {
 		if escaped {
 			return false
 		}
@@ -46,10 +41,37 @@ func auditStepFast(data []byte) (queue, step string, ok bool) {
 		}
 		return true
 	})
-	if !ok || s.space(end) != len(data) {
+	if !ok {
 		return "", "", false
 	}
 	return queue, step, true
+}
+
+// objectMembers reports whether data is one JSON object, with space around
+// it or not, telling members of each of its members in order.
+func objectMembers(data []byte, members memberFunc) bool {
+	s := jsonScan{in: data}
+	i := s.space(0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	end, ok := s.container(i, 0, '}', members)
+	return ok && s.space(end) == len(data)
+}
+
+// JSONObjectMembers reports whether data is one JSON object (space around
+// it allowed), checking its grammar as encoding/json does, and calls fn
+// with each member in order: its key as written between the quotes
+// (escaped says it holds an escape or invalid UTF-8, so it is not yet the
+// name encoding/json reads) and
+// its value's bytes as written. fn returning false stops the scan, which
+// then reports false; so does nesting deeper than 64 levels. It lets a
+// caller read the few members it needs from a document without decoding
+// the rest.
+func JSONObjectMembers(data []byte, fn func(key []byte, escaped bool, value []byte) bool) bool {
+	return objectMembers(data, func(key []byte, escaped bool, v, end int) bool {
+		return fn(key, escaped || !utf8.Valid(key), data[v:end])
+	})
 }
 
 // jsonScan checks JSON grammar without keeping anything.

@@ -73,9 +73,18 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 	if err := strictjson.Check(raw); err != nil {
 		return a, argError("arguments", err.Error(), "send one JSON object")
 	}
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return a, argError("arguments", "not a JSON object", "send the payload, the scope fields and the other arguments as one object")
+	// The members as sent, without encoding/json's reflection and second
+	// scan; an escaped key (whose name needs unescaping) goes through
+	// encoding/json, which reads the same members.
+	args := map[string]json.RawMessage{}
+	if !ladder.JSONObjectMembers(raw, func(key []byte, escaped bool, v []byte) bool {
+		args[string(key)] = v
+		return !escaped
+	}) {
+		args = nil
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return a, argError("arguments", "not a JSON object", "send the payload, the scope fields and the other arguments as one object")
+		}
 	}
 	if p, ok := args[argPayload]; ok {
 		dec := json.NewDecoder(bytes.NewReader(p))

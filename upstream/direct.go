@@ -112,8 +112,8 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 		if len(data) > maxAnswer {
 			return nil, fmt.Errorf("the answer is over %d MiB", maxAnswer>>20)
 		}
-		var m toolMessage
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := decodeAnswer(data)
+		if err != nil {
 			return nil, fmt.Errorf("%w: the answer is not JSON-RPC: %v", errSession, err)
 		}
 		return s.answer(m, id)
@@ -159,8 +159,8 @@ func (s *mcpSession) readStream(ctx context.Context, r io.Reader, id json.RawMes
 			}
 			return nil, fmt.Errorf("the upstream's event stream ended before the answer: %w", err)
 		}
-		var m toolMessage
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := decodeAnswer(data)
+		if err != nil {
 			return nil, fmt.Errorf("%w: an event is not JSON-RPC: %v", errSession, err)
 		}
 		switch {

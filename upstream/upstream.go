@@ -461,21 +461,23 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		}
 		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s failed.", x.Tool), err)
 	}
-	var texts []string
-	for _, c := range ans.Content {
-		if c.Type == "text" {
-			texts = append(texts, c.Text)
-		}
-	}
-	if ans.IsError {
-		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s answered with an error: %s.", x.Tool, strings.Join(texts, " ")), nil)
-	}
-	if sc := bytes.TrimSpace(ans.StructuredContent); len(sc) > 0 && string(sc) != "null" {
+	sc := bytes.TrimSpace(ans.StructuredContent)
+	if len(sc) > 0 && string(sc) != "null" && !ans.IsError {
 		body, err := ladder.AppendCompactJSON(nil, sc, false)
 		if err != nil {
 			return Result{}, err
 		}
 		return Result{Body: body}, nil
+	}
+	texts, err := ans.Texts()
+	if err != nil {
+		// As an answer encoding/json refuses whole: the session spoke
+		// outside the protocol.
+		p.dropSession(x, s)
+		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s failed.", x.Tool), fmt.Errorf("%w: the answer's content is not MCP content: %v", errSession, err))
+	}
+	if ans.IsError {
+		return Result{}, upstreamFailed(0, fmt.Sprintf("The upstream tool %s answered with an error: %s.", x.Tool, strings.Join(texts, " ")), nil)
 	}
 	body, err := json.Marshal(map[string]any{"text": strings.Join(texts, "\n")})
 	if err != nil {

@@ -414,3 +414,56 @@ func TestSessionOpeningIsLogged(t *testing.T) {
 		t.Errorf("log shows the URL's password:\n%s", log)
 	}
 }
+
+// The answer's parts a call uses: the structured content when there is
+// some and no error (the content blocks then go unread, so content that is
+// not MCP's does not fail the call), else the text blocks, which must be
+// MCP content.
+func TestAnswerPartsTheCallUses(t *testing.T) {
+	tests := []struct {
+		result   string
+		body     string // the call's result, or "" for a failed call
+		failWith string
+	}{
+		{`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a" : 1}}`, `{"a":1}`, ""},
+		{`{"content":[{"type":7}],"structuredContent":{"a":1}}`, `{"a":1}`, ""},
+		{`{"content":[{"type":"text","text":"line \"one\"\n"},{"type":"text","text":"two"}]}`, `{"text":"line \"one\"\n\ntwo"}`, ""},
+		{`{"content":[{"type":"text","text":"no such program"}],"structuredContent":{"a":1},"isError":true}`, "", "answered with an error: no such program."},
+		{`{"content":[{"type":7}],"isError":true}`, "", "failed."},
+		{`{"content":{"type":"text"}}`, "", "failed."},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil {
+				http.Error(w, "a JSON-RPC POST", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			switch m.Method {
+			case "initialize":
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}}`, m.ID)
+			case "tools/call":
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, tt.result)
+			default:
+				w.WriteHeader(http.StatusAccepted)
+			}
+		}))
+		p := upstream.NewPool(nil, nil)
+		res, err := execute(p, srv.URL, "t", `{}`)
+		p.Close()
+		srv.Close()
+		if tt.body != "" {
+			if err != nil || string(res.Body) != tt.body {
+				t.Errorf("result %s: got %s (%v), want %s", tt.result, res.Body, err, tt.body)
+			}
+			continue
+		}
+		if le := ladder.AsError(err); err == nil || le.Code != ladder.CodeUpstreamFailed || !strings.HasSuffix(le.Message, tt.failWith) {
+			t.Errorf("result %s: got %s (%v), want UPSTREAM_FAILED ending %q", tt.result, res.Body, err, tt.failWith)
+		}
+	}
+}

@@ -225,6 +225,31 @@ type ToolResult struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 	IsError           bool            `json:"isError"`
+	// RawContent is the content array as sent, when the decoder left it
+	// for Texts: a proxied call that has structured content and no error
+	// never reads the text, and decoding it (a copy of the structured
+	// content, escaped) cost as much as the rest of the answer.
+	RawContent json.RawMessage `json:"-"`
+}
+
+// Texts returns the text of r's text content blocks, in order, decoding
+// RawContent first where the decoder left it; content encoding/json
+// refuses is an error.
+func (r *ToolResult) Texts() ([]string, error) {
+	if r.RawContent != nil {
+		var content []Content
+		if err := json.Unmarshal(r.RawContent, &content); err != nil {
+			return nil, err
+		}
+		r.Content, r.RawContent = content, nil
+	}
+	var texts []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			texts = append(texts, c.Text)
+		}
+	}
+	return texts, nil
 }
 
 // Content is one content block of a tool result; a client that keeps only
