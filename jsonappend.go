@@ -82,10 +82,9 @@ func jsonSafe(b byte) bool {
 // (what ladder compacted before, and most of what an upstream sends) is
 // checked once and copied; anything else is left to encoding/json.
 func AppendCompactJSON(dst, raw []byte, escapeHTML bool) ([]byte, error) {
-	if s := (jsonScan{in: raw}); len(raw) > 0 && s.space(0) == 0 {
-		if end, ok := s.value(0, 0); ok && end == len(raw) && compactAlready(raw, escapeHTML) {
-			return append(dst, raw...), nil
-		}
+	s := jsonScan{in: raw}
+	if end, ok := s.value(0, 0); ok && end == len(raw) && !s.spaced && (!escapeHTML || !htmlEscaped(raw)) {
+		return append(dst, raw...), nil
 	}
 	if escapeHTML {
 		b, err := json.Marshal(json.RawMessage(raw))
@@ -101,35 +100,23 @@ func AppendCompactJSON(dst, raw []byte, escapeHTML bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// compactAlready reports whether the valid JSON value raw holds no space
-// between its tokens and, with escapeHTML, nothing json.Marshal escapes in
-// a string.
-func compactAlready(raw []byte, escapeHTML bool) bool {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		b := raw[i]
-		if !inString {
-			switch b {
-			case ' ', '\t', '\n', '\r':
-				return false
-			case '"':
-				inString = true
-			}
-			continue
+// htmlEscaped reports whether json.Marshal would escape anything in the
+// valid JSON value raw: <, >, & or U+2028/U+2029, which valid JSON holds
+// only inside strings. Each byte is looked for with bytes.IndexByte, which
+// reads many bytes at a time.
+func htmlEscaped(raw []byte) bool {
+	if bytes.IndexByte(raw, '<') >= 0 || bytes.IndexByte(raw, '>') >= 0 || bytes.IndexByte(raw, '&') >= 0 {
+		return true
+	}
+	for rest := raw; ; {
+		i := bytes.IndexByte(rest, 0xE2) // the first byte of U+2028 and U+2029, and of others
+		if i < 0 {
+			return false
 		}
-		switch {
-		case b == '\\':
-			i++ // the escaped byte (a \u escape's digits are plain)
-		case b == '"':
-			inString = false
-		case !escapeHTML:
-		case b == '<' || b == '>' || b == '&':
-			return false
-		case b == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9):
-			return false
+		if rest = rest[i+1:]; len(rest) >= 2 && rest[0] == 0x80 && (rest[1] == 0xA8 || rest[1] == 0xA9) {
+			return true
 		}
 	}
-	return true
 }
 
 // jsonDoc appends one object's members in the order of its Go fields, as

@@ -75,13 +75,19 @@ func JSONObjectMembers(data []byte, fn func(key []byte, escaped bool, value []by
 }
 
 // jsonScan checks JSON grammar without keeping anything.
-type jsonScan struct{ in []byte }
+// spaced records whether any space was skipped between tokens, which
+// AppendCompactJSON must then remove.
+type jsonScan struct {
+	in     []byte
+	spaced bool
+}
 
 func (s *jsonScan) space(i int) int {
 	for i < len(s.in) {
 		switch s.in[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
+			s.spaced = true
 		default:
 			return i
 		}
