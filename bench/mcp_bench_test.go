@@ -65,27 +65,35 @@ const ledgerTool = "ticket6:readLedger"
 // answer that is not a 200 JSON-RPC result.
 func benchHandler(b *testing.B, h http.Handler, tool, auth string) {
 	b.Helper()
+	inParallel(b, func(n int64) {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(tool, n)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"result":`) || strings.Contains(body, `"isError":true`) {
+			b.Fatalf("HTTP %d: %s", rec.Code, body)
+		}
+		if tool == postBillTool && !strings.Contains(rec.Body.String(), `executed`) {
+			b.Fatalf("the bill was not posted alone: %s", rec.Body.String())
+		}
+	})
+}
+
+// inParallel runs call with a fresh number from parallelism goroutines
+// per GOMAXPROCS, as the 64 clients of run.sh, counting allocations.
+func inParallel(b *testing.B, call func(n int64)) {
 	var seq atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(tool, seq.Add(1))))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-			if auth != "" {
-				req.Header.Set("Authorization", auth)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"result":`) || strings.Contains(body, `"isError":true`) {
-				b.Fatalf("HTTP %d: %s", rec.Code, body)
-			}
-			if tool == postBillTool && !strings.Contains(rec.Body.String(), `executed`) {
-				b.Fatalf("the bill was not posted alone: %s", rec.Body.String())
-			}
+			call(seq.Add(1))
 		}
 	})
 }
@@ -223,30 +231,24 @@ func BenchmarkStandInLedger(b *testing.B) {
 	url := up.Resolve("demo:ledger")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelism}}
 	b.Cleanup(hc.CloseIdleConnections)
-	var seq atomic.Int64
-	b.ReportAllocs()
-	b.SetParallelism(parallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(seq.Add(1), 10) + `,"method":"tools/call","params":{"name":"readLedger",` +
-				`"arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"}}}`
-			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-			resp, err := hc.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			data, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"structuredContent"`) || strings.Contains(string(data), `"isError":true`) {
-				b.Fatalf("HTTP %d: %s (%v)", resp.StatusCode, data, err)
-			}
+	inParallel(b, func(n int64) {
+		body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(n, 10) + `,"method":"tools/call","params":{"name":"readLedger",` +
+			`"arguments":{"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"}}}`
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"structuredContent"`) || strings.Contains(string(data), `"isError":true`) {
+			b.Fatalf("HTTP %d: %s (%v)", resp.StatusCode, data, err)
 		}
 	})
 }
