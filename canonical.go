@@ -79,6 +79,9 @@ func (c *canonicalizer) delimited(i int) bool {
 func (c *canonicalizer) str(i int) (int, bool) {
 	j := i + 1
 	for j < len(c.in) {
+		if j += plainRun(c.in[j:]); j >= len(c.in) {
+			break
+		}
 		b := c.in[j]
 		switch {
 		case b == '"':

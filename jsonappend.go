@@ -25,6 +25,9 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += htmlPlainRun(s[i:]); i >= len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if jsonSafe(b) {
 				i++

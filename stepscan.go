@@ -188,6 +188,9 @@ func (s *jsonScan) container(i, depth int, closing byte, members memberFunc) (in
 // replaces when decoding).
 func (s *jsonScan) str(i int) (end int, escaped, ok bool) {
 	for j := i + 1; j < len(s.in); j++ {
+		if j += plainRun(s.in[j:]); j >= len(s.in) {
+			break
+		}
 		switch b := s.in[j]; {
 		case b == '"':
 			return j + 1, escaped, true
