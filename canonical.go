@@ -89,9 +89,7 @@ func (c *canonicalizer) str(i int) (int, bool) {
 			return j + 1, true
 		case b == '\\' || b < 0x20:
 			return j, false
-		case b < utf8.RuneSelf:
-			j++
-		default:
+		default: // plainRun stops at ASCII only for the three above
 			r, n := utf8.DecodeRune(c.in[j:])
 			if r == utf8.RuneError && n == 1 || r == '\u2028' || r == '\u2029' {
 				return j, false

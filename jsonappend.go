@@ -28,11 +28,8 @@ func AppendJSONString(dst []byte, s string) []byte {
 		if i += htmlPlainRun(s[i:]); i >= len(s) {
 			break
 		}
+		// htmlPlainRun stopped here: an ASCII byte here needs its escape.
 		if b := s[i]; b < utf8.RuneSelf {
-			if jsonSafe(b) {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':

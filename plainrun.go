@@ -46,15 +46,23 @@ func plainRun(b []byte) int {
 		b = b[8:]
 	}
 	for i, c := range b {
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+		if !plainByte(c) {
 			return n - len(b) + i
 		}
 	}
 	return n
 }
 
+// plainByte reports whether a JSON string holds c as it is (printable
+// ASCII other than '"' and '\\'): what plainRun counts.
+func plainByte(c byte) bool {
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+}
+
 // htmlPlainRun is plainRun for a string that also stops at '<', '>' and
-// '&', which json.Marshal escapes: it counts the bytes jsonSafe passes.
+// '&', which json.Marshal escapes: it counts the ASCII bytes jsonSafe
+// passes. (Not one generic function with plainRun: a string has no
+// one-load word read, and the generic version measured slower.)
 func htmlPlainRun(s string) int {
 	n := len(s)
 	for len(s) >= 8 {

@@ -9,7 +9,7 @@ import (
 // word-at-a-time runs must match.
 func plainRunRef(b []byte) int {
 	for i, c := range b {
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+		if !plainByte(c) {
 			return i
 		}
 	}
