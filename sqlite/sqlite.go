@@ -747,11 +747,45 @@ const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // normTime is the time as the store keeps it: UTC, microseconds.
 func normTime(t time.Time) time.Time { return ladder.NormTime(t) }
 
+// fmtTime is t as the store writes it: "" for the zero time, else
+// normTime(t) in timeLayout. Every write formats a time or three, and
+// Format reads its layout afresh each call (a few thousand instructions);
+// the fixed-width UTC form is written here digit by digit, and any year
+// Format would not write in four digits goes to Format itself.
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return normTime(t).Format(timeLayout)
+	t = normTime(t)
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	var b [len("2006-01-02T15:04:05.000000Z")]byte
+	digits(b[0:4], year)
+	b[4] = '-'
+	digits(b[5:7], int(month))
+	b[7] = '-'
+	digits(b[8:10], day)
+	b[10] = 'T'
+	digits(b[11:13], hour)
+	b[13] = ':'
+	digits(b[14:16], minute)
+	b[16] = ':'
+	digits(b[17:19], sec)
+	b[19] = '.'
+	digits(b[20:26], t.Nanosecond()/1000)
+	b[26] = 'Z'
+	return string(b[:])
+}
+
+// digits writes n's last len(b) decimal digits into b, zero-padded.
+func digits(b []byte, n int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
 }
 
 func parseTime(s string) (time.Time, error) {

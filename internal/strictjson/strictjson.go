@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -433,15 +434,39 @@ func matchType(val any, t reflect.Type, path string) error {
 // fieldType is structFields(t)[name] without building the map: the type
 // of the field of t whose JSON name is name (the last one, following
 // embedded structs, as the map keeps). The fast path looks up every key of
-// every object this way; a struct has a handful of fields, so a walk is
-// cheaper than a map made for each object.
-func fieldType(t reflect.Type, name []byte) (found reflect.Type, ok bool) {
-	eachField(t, func(n string, ft reflect.Type) {
-		if n == string(name) {
-			found, ok = ft, true
+// every object this way; a struct has a handful of fields, so a walk of
+// its cached list is cheaper than a map.
+func fieldType(t reflect.Type, name []byte) (reflect.Type, bool) {
+	fs := fieldsOf(t)
+	for i := len(fs) - 1; i >= 0; i-- {
+		if fs[i].name == string(name) {
+			return fs[i].typ, true
 		}
-	})
-	return found, ok
+	}
+	return nil, false
+}
+
+// field is one JSON field of a struct: its name and its Go type.
+type field struct {
+	name string
+	typ  reflect.Type
+}
+
+// fieldCache holds fieldsOf's answer per struct type. Reading a type's
+// fields by reflection (Field, its tag's Lookup) cost more than the rest
+// of the fast path's check of a request; the types are the program's own,
+// so the cache stays as small as the set of request types.
+var fieldCache sync.Map // reflect.Type → []field
+
+// fieldsOf lists t's JSON fields in eachField's order, once per type.
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	fs := []field{}
+	eachField(t, func(n string, ft reflect.Type) { fs = append(fs, field{n, ft}) })
+	got, _ := fieldCache.LoadOrStore(t, fs)
+	return got.([]field)
 }
 
 // structFields maps the JSON names of t's exported fields (following
