@@ -416,7 +416,7 @@ func parseEnvelope(body []byte) (envelope, *ladder.Error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return env, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The body is not one JSON-RPC request object.", Hint: "send one JSON-RPC request object (batches are not part of MCP)", RPCCode: jsonrpc.CodeInvalidRequest}
 	}
-	if err := strictjson.UnmarshalChecked(body, &env); err != nil {
+	if err := unmarshalEnvelope(body, &env); err != nil {
 		// Recover the id for the error if the envelope is otherwise
 		// readable; only the key "id" itself, which Check saw once.
 		var loose map[string]json.RawMessage
@@ -660,7 +660,7 @@ func isLoopback(addr string) bool {
 func (h *Handler) checkToolCall(p ladder.Principal, env envelope) (mcpwire.CallParams, string, toolRun, *ladder.Error) {
 	var cp mcpwire.CallParams
 	// The whole body passed strictjson.Check in parseEnvelope.
-	if err := strictjson.UnmarshalChecked(env.Params, &cp); err != nil {
+	if err := unmarshalCallParams(env.Params, &cp); err != nil {
 		return cp, "", nil, &ladder.Error{Code: ladder.CodeInvalidArgument, Message: "The tools/call params are not valid.", Hint: "tools/call params: " + err.Error()}
 	}
 	h.mu.Lock()

@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/mcpwire"
+	"github.com/ladderhq/ladder/internal/strictjson"
+)
+
+// flatField is one member decodeFlat reads: its JSON name and where its
+// value goes, a string (str) or the value's bytes as written (raw).
+type flatField struct {
+	name string
+	str  *string
+	raw  *json.RawMessage
+}
+
+// maxFlatFields bounds the members of one flat object (an envelope has
+// four, a tools/call's params four).
+const maxFlatFields = 4
+
+// decodeFlat is strictjson.UnmarshalChecked for the flat objects every
+// request is framed in (the JSON-RPC envelope, a tools/call's params):
+// their members are strings and values kept raw. UnmarshalChecked checks
+// the keys against the type by reflection and then runs json.Unmarshal,
+// which scans the bytes twice more; for a request that is one object
+// whose every key is, exactly and unescaped, one of fields' names at most
+// once, and whose string members hold no escape and only valid UTF-8,
+// decodeFlat reads the same values in one scan (ladder.JSONObjectMembers,
+// which checks the grammar as encoding/json does). It reports whether it
+// did; when it did not, it changed nothing and the caller takes
+// UnmarshalChecked, which decides (and words) everything else.
+// FuzzDecodeFlat holds it to UnmarshalChecked.
+func decodeFlat(data []byte, fields []flatField) bool {
+	if len(fields) > maxFlatFields {
+		return false
+	}
+	var vals [maxFlatFields][]byte
+	var seen [maxFlatFields]bool
+	ok := ladder.JSONObjectMembers(data, func(key []byte, escaped bool, value []byte) bool {
+		if escaped {
+			return false
+		}
+		for i := range fields {
+			if fields[i].name != string(key) {
+				continue
+			}
+			if seen[i] {
+				return false
+			}
+			if fields[i].str != nil && !plainString(value) {
+				return false
+			}
+			seen[i], vals[i] = true, value
+			return true
+		}
+		return false
+	})
+	if !ok {
+		return false
+	}
+	for i, f := range fields {
+		switch {
+		case !seen[i]:
+		case f.str != nil:
+			*f.str = string(vals[i][1 : len(vals[i])-1])
+		default:
+			// As json.RawMessage's UnmarshalJSON keeps it.
+			*f.raw = append((*f.raw)[0:0], vals[i]...)
+		}
+	}
+	return true
+}
+
+// plainString reports whether v is a JSON string that reads as its bytes
+// between the quotes: no escape, valid UTF-8 (encoding/json would replace
+// an invalid byte).
+func plainString(v []byte) bool {
+	if len(v) < 2 || v[0] != '"' {
+		return false
+	}
+	in := v[1 : len(v)-1]
+	return bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in)
+}
+
+// unmarshalEnvelope reads body's JSON-RPC envelope into env: decodeFlat's
+// one scan for the usual request, strictjson.UnmarshalChecked for the rest.
+func unmarshalEnvelope(body []byte, env *envelope) error {
+	if decodeFlat(body, envelopeFields(env)) {
+		return nil
+	}
+	return strictjson.UnmarshalChecked(body, env)
+}
+
+// unmarshalCallParams reads a tools/call's params into cp as
+// unmarshalEnvelope reads the envelope.
+func unmarshalCallParams(params []byte, cp *mcpwire.CallParams) error {
+	if decodeFlat(params, callParamsFields(cp)) {
+		return nil
+	}
+	return strictjson.UnmarshalChecked(params, cp)
+}
+
+// envelopeFields are envelope's JSON members, as its tags name them.
+func envelopeFields(env *envelope) []flatField {
+	return []flatField{
+		{name: "jsonrpc", str: &env.JSONRPC},
+		{name: "id", raw: &env.ID},
+		{name: "method", str: &env.Method},
+		{name: "params", raw: &env.Params},
+	}
+}
+
+// callParamsFields are mcpwire.CallParams' JSON members, as its tags name
+// them.
+func callParamsFields(cp *mcpwire.CallParams) []flatField {
+	return []flatField{
+		{name: "name", str: &cp.Name},
+		{name: "arguments", raw: &cp.Arguments},
+		{name: "_meta", raw: &cp.Meta},
+		{name: "task", raw: &cp.Task},
+	}
+}

@@ -1,0 +1,169 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder/internal/mcpwire"
+	"github.com/ladderhq/ladder/internal/strictjson"
+)
+
+// prefilled values: decodeFlat must leave them as json.Unmarshal does
+// (members absent from the object keep them) and, when it declines, not
+// touch them at all.
+func prefilledEnvelope() envelope {
+	return envelope{JSONRPC: "x", ID: json.RawMessage(`7`), Method: "m", Params: json.RawMessage(`{"p":1}`)}
+}
+
+func prefilledCallParams() mcpwire.CallParams {
+	return mcpwire.CallParams{Name: "n", Arguments: json.RawMessage(`{"a":1}`), Meta: json.RawMessage(`{}`), Task: json.RawMessage(`null`)}
+}
+
+func sameEnvelope(a, b envelope) bool {
+	return a.JSONRPC == b.JSONRPC && a.Method == b.Method && bytes.Equal(a.ID, b.ID) && bytes.Equal(a.Params, b.Params) &&
+		(a.ID == nil) == (b.ID == nil) && (a.Params == nil) == (b.Params == nil)
+}
+
+func sameCallParams(a, b mcpwire.CallParams) bool {
+	return a.Name == b.Name && bytes.Equal(a.Arguments, b.Arguments) && bytes.Equal(a.Meta, b.Meta) && bytes.Equal(a.Task, b.Task) &&
+		(a.Arguments == nil) == (b.Arguments == nil) && (a.Meta == nil) == (b.Meta == nil) && (a.Task == nil) == (b.Task == nil)
+}
+
+// TestDecodeFlatReadsUsualRequests: the requests agents send take the one
+// scan, and read as UnmarshalChecked reads them; the shapes it leaves to
+// UnmarshalChecked are left.
+func TestDecodeFlatReadsUsualRequests(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms","item":"B-1"}}}`,
+		` { "jsonrpc" : "2.0", "method" : "tools/list" , "id" : "a b", "params" : { } } `,
+		`{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ticket6:readLedger","arguments":{"program":"p"},"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"é—日本"}`,
+	} {
+		var fast, ref envelope
+		if !decodeFlat([]byte(body), envelopeFields(&fast)) {
+			t.Errorf("decodeFlat declined %s", body)
+			continue
+		}
+		if err := strictjson.UnmarshalChecked([]byte(body), &ref); err != nil || !sameEnvelope(fast, ref) {
+			t.Errorf("%s: decodeFlat read %+v, UnmarshalChecked %+v (%v)", body, fast, ref, err)
+		}
+		if len(fast.Params) > 0 && fast.Params[0] == '{' && bytes.Contains(fast.Params, []byte(`"name"`)) {
+			var cpFast, cpRef mcpwire.CallParams
+			if !decodeFlat(fast.Params, callParamsFields(&cpFast)) {
+				t.Errorf("decodeFlat declined params %s", fast.Params)
+			} else if err := strictjson.UnmarshalChecked(fast.Params, &cpRef); err != nil || !sameCallParams(cpFast, cpRef) {
+				t.Errorf("params %s: decodeFlat read %+v, UnmarshalChecked %+v (%v)", fast.Params, cpFast, cpRef, err)
+			}
+		}
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/list"}`,           // a key of another case
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","x":1}`,     // an unknown key
+		`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`,       // a repeated key
+		`{"jsonrpc":"2.0","id":1,"m\u0065thod":"tools/list"}`,      // an escaped key
+		`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`,          // an escaped string
+		`{"jsonrpc":"2.0","id":1,"method":null}`,                   // not a string
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",       // invalid UTF-8
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`,         // not an object
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"} {}`,        // two values
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":}`, // bad grammar
+	} {
+		env := prefilledEnvelope()
+		if decodeFlat([]byte(body), envelopeFields(&env)) {
+			t.Errorf("decodeFlat read %s, which is UnmarshalChecked's to decide", body)
+		}
+		if !sameEnvelope(env, prefilledEnvelope()) {
+			t.Errorf("decodeFlat declined %s but changed the envelope to %+v", body, env)
+		}
+	}
+}
+
+// FuzzDecodeFlat holds decodeFlat to strictjson.UnmarshalChecked: whatever
+// it reads, UnmarshalChecked accepts and reads alike, into structs filled
+// beforehand; whatever it declines, it leaves untouched.
+func FuzzDecodeFlat(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route_item","arguments":{"step":"post_tms"}}}`,
+		`{"name":"t","arguments":{"a":[1,2,{"b":null}]},"_meta":{"k":"v"},"task":{"ttl":1}}`,
+		`{"jsonrpc":"2.0","id":"\u00e9","method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}`,
+		`{"name":"t","Name":"u"}`,
+		`{"name":"t","arguments":null}`,
+		`{}`, ` {} `, `null`, `[]`, `{"id":1e400}`,
+		"{\"name\":\"\xed\xa0\x80\"}",
+		"{\"name\":\"a\u2028b\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env := prefilledEnvelope()
+		if decodeFlat(data, envelopeFields(&env)) {
+			ref := prefilledEnvelope()
+			if err := strictjson.UnmarshalChecked(data, &ref); err != nil {
+				t.Fatalf("decodeFlat read %q as %+v; UnmarshalChecked refuses it: %v", data, env, err)
+			}
+			if !sameEnvelope(env, ref) {
+				t.Fatalf("%q: decodeFlat read %+v, UnmarshalChecked %+v", data, env, ref)
+			}
+		} else if !sameEnvelope(env, prefilledEnvelope()) {
+			t.Fatalf("decodeFlat declined %q but changed the envelope to %+v", data, env)
+		}
+		cp := prefilledCallParams()
+		if decodeFlat(data, callParamsFields(&cp)) {
+			ref := prefilledCallParams()
+			if err := strictjson.UnmarshalChecked(data, &ref); err != nil {
+				t.Fatalf("decodeFlat read %q as %+v; UnmarshalChecked refuses it: %v", data, cp, err)
+			}
+			if !sameCallParams(cp, ref) {
+				t.Fatalf("%q: decodeFlat read %+v, UnmarshalChecked %+v", data, cp, ref)
+			}
+		} else if !sameCallParams(cp, prefilledCallParams()) {
+			t.Fatalf("decodeFlat declined %q but changed the params to %+v", data, cp)
+		}
+	})
+}
+
+// TestFlatFieldsFollowTags: the flat field lists name each field of the
+// structs they fill as its json tag does, and every field that is read, so
+// a field added or renamed in envelope or CallParams without its list
+// fails here rather than sending every request to the slow path or
+// reading a member into the wrong place.
+func TestFlatFieldsFollowTags(t *testing.T) {
+	var env envelope
+	var cp mcpwire.CallParams
+	for _, c := range []struct {
+		v      any
+		fields []flatField
+	}{{&env, envelopeFields(&env)}, {&cp, callParamsFields(&cp)}} {
+		rv := reflect.ValueOf(c.v).Elem()
+		var want []string
+		for i := range rv.NumField() {
+			f := rv.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			want = append(want, name)
+			var at any
+			for _, ff := range c.fields {
+				if ff.name == name {
+					if ff.str != nil {
+						at = ff.str
+					} else {
+						at = ff.raw
+					}
+				}
+			}
+			if at != rv.Field(i).Addr().Interface() {
+				t.Errorf("%s: the flat member %q does not fill field %s", rv.Type(), name, f.Name)
+			}
+		}
+		if len(want) != len(c.fields) {
+			t.Errorf("%s: json members %v, flat fields %d", rv.Type(), want, len(c.fields))
+		}
+	}
+}
