@@ -74,6 +74,20 @@ func JSONObjectMembers(data []byte, fn func(key []byte, escaped bool, value []by
 	})
 }
 
+// JSONPlainString returns the JSON string v (a value JSONObjectMembers
+// gave) when it holds no escape and is valid UTF-8, so that its bytes are
+// the string encoding/json would read; otherwise it reports false.
+func JSONPlainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	s := v[1 : len(v)-1]
+	if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
+		return "", false
+	}
+	return string(s), true
+}
+
 // jsonScan checks JSON grammar without keeping anything.
 // spaced records whether any space was skipped between tokens, which
 // AppendCompactJSON must then remove.

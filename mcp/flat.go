@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/mcpwire"
@@ -40,6 +38,7 @@ func decodeFlat(data []byte, fields []flatField) bool {
 	}
 	var vals [maxFlatFields][]byte
 	var seen [maxFlatFields]bool
+	var strs [maxFlatFields]string
 	ok := ladder.JSONObjectMembers(data, func(key []byte, escaped bool, value []byte) bool {
 		if escaped {
 			return false
@@ -51,8 +50,12 @@ func decodeFlat(data []byte, fields []flatField) bool {
 			if seen[i] {
 				return false
 			}
-			if fields[i].str != nil && !plainString(value) {
-				return false
+			if fields[i].str != nil {
+				s, plain := ladder.JSONPlainString(value)
+				if !plain {
+					return false
+				}
+				strs[i] = s
 			}
 			seen[i], vals[i] = true, value
 			return true
@@ -66,24 +69,13 @@ func decodeFlat(data []byte, fields []flatField) bool {
 		switch {
 		case !seen[i]:
 		case f.str != nil:
-			*f.str = string(vals[i][1 : len(vals[i])-1])
+			*f.str = strs[i]
 		default:
 			// As json.RawMessage's UnmarshalJSON keeps it.
 			*f.raw = append((*f.raw)[0:0], vals[i]...)
 		}
 	}
 	return true
-}
-
-// plainString reports whether v is a JSON string that reads as its bytes
-// between the quotes: no escape, valid UTF-8 (encoding/json would replace
-// an invalid byte).
-func plainString(v []byte) bool {
-	if len(v) < 2 || v[0] != '"' {
-		return false
-	}
-	in := v[1 : len(v)-1]
-	return bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in)
 }
 
 // unmarshalEnvelope reads body's JSON-RPC envelope into env: decodeFlat's

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/mcpwire"
@@ -42,7 +41,7 @@ func decodeAnswerFast(data []byte) (m toolMessage, ok bool) {
 		}
 		switch string(key) {
 		case "jsonrpc":
-			s, plain := plainString(v)
+			s, plain := ladder.JSONPlainString(v)
 			m.JSONRPC = s
 			return plain && once(&seen, 1)
 		case "id":
@@ -102,17 +101,4 @@ func foldsTo(key []byte, names ...string) bool {
 		}
 	}
 	return false
-}
-
-// plainString returns the JSON string v when it holds no escape and is
-// valid UTF-8, so its bytes are its value.
-func plainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	s := v[1 : len(v)-1]
-	if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
-		return "", false
-	}
-	return string(s), true
 }
