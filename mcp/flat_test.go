@@ -100,31 +100,30 @@ func FuzzDecodeFlat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		env := prefilledEnvelope()
-		if decodeFlat(data, envelopeFields(&env)) {
-			ref := prefilledEnvelope()
-			if err := strictjson.UnmarshalChecked(data, &ref); err != nil {
-				t.Fatalf("decodeFlat read %q as %+v; UnmarshalChecked refuses it: %v", data, env, err)
-			}
-			if !sameEnvelope(env, ref) {
-				t.Fatalf("%q: decodeFlat read %+v, UnmarshalChecked %+v", data, env, ref)
-			}
-		} else if !sameEnvelope(env, prefilledEnvelope()) {
-			t.Fatalf("decodeFlat declined %q but changed the envelope to %+v", data, env)
-		}
-		cp := prefilledCallParams()
-		if decodeFlat(data, callParamsFields(&cp)) {
-			ref := prefilledCallParams()
-			if err := strictjson.UnmarshalChecked(data, &ref); err != nil {
-				t.Fatalf("decodeFlat read %q as %+v; UnmarshalChecked refuses it: %v", data, cp, err)
-			}
-			if !sameCallParams(cp, ref) {
-				t.Fatalf("%q: decodeFlat read %+v, UnmarshalChecked %+v", data, cp, ref)
-			}
-		} else if !sameCallParams(cp, prefilledCallParams()) {
-			t.Fatalf("decodeFlat declined %q but changed the params to %+v", data, cp)
-		}
+		checkFlat(t, data, prefilledEnvelope, envelopeFields, sameEnvelope)
+		checkFlat(t, data, prefilledCallParams, callParamsFields, sameCallParams)
 	})
+}
+
+// checkFlat is FuzzDecodeFlat's check for one struct type T: decodeFlat
+// into a prefilled T either reads what UnmarshalChecked reads into another
+// or declines and leaves it as it was.
+func checkFlat[T any](t *testing.T, data []byte, prefilled func() T, fields func(*T) []flatField, same func(a, b T) bool) {
+	t.Helper()
+	v := prefilled()
+	if !decodeFlat(data, fields(&v)) {
+		if !same(v, prefilled()) {
+			t.Fatalf("decodeFlat declined %q but changed %T to %+v", data, v, v)
+		}
+		return
+	}
+	ref := prefilled()
+	if err := strictjson.UnmarshalChecked(data, &ref); err != nil {
+		t.Fatalf("decodeFlat read %q as %+v; UnmarshalChecked refuses it: %v", data, v, err)
+	}
+	if !same(v, ref) {
+		t.Fatalf("%q: decodeFlat read %+v, UnmarshalChecked %+v", data, v, ref)
+	}
 }
 
 // TestFlatFieldsFollowTags: the flat field lists name each field of the
