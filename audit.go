@@ -100,6 +100,24 @@ func CanonicalJSON(v any) (json.RawMessage, error) {
 	return canonicalReference(raw)
 }
 
+// CanonicalAuditData is CanonicalJSON(data) and AuditStepOf of the
+// result, which a store needs of every record it appends: for the common
+// record, the step is noted while the data is canonicalised rather than
+// read in a second scan. FuzzCanonicalAuditData holds it to the two.
+func CanonicalAuditData(data json.RawMessage) (canon json.RawMessage, queue, step string, err error) {
+	if len(bytes.TrimSpace(data)) > 0 {
+		var st auditStep
+		if out, ok := canonicalRun(canonicalizer{jsonScan: jsonScan{in: data}, out: make([]byte, 0, len(data)), step: &st}); ok {
+			return out, st.queue, st.step, nil
+		}
+	}
+	if canon, err = CanonicalJSON(data); err != nil {
+		return nil, "", "", err
+	}
+	queue, step = AuditStepOf(canon)
+	return canon, queue, step, nil
+}
+
 // canonicalReference is CanonicalJSON by decoding raw into Go values and
 // encoding them again, for what canonicalFast does not handle.
 func canonicalReference(raw []byte) (json.RawMessage, error) {

@@ -15,10 +15,15 @@ import (
 // back to the reference path; FuzzCanonicalFast requires the two to agree
 // whenever the fast one answers.
 func canonicalFast(dst, raw []byte) ([]byte, bool) {
-	c := canonicalizer{jsonScan: jsonScan{in: raw}, out: dst}
+	return canonicalRun(canonicalizer{jsonScan: jsonScan{in: raw}, out: dst})
+}
+
+// canonicalRun runs c over its whole input: canonicalFast's body, and
+// CanonicalAuditData's with a step to note.
+func canonicalRun(c canonicalizer) ([]byte, bool) {
 	i, ok := c.value(c.space(0), 0)
-	if !ok || c.space(i) != len(raw) {
-		return dst, false
+	if !ok || c.space(i) != len(c.in) {
+		return nil, false
 	}
 	return c.out, true
 }
@@ -32,6 +37,34 @@ type canonicalizer struct {
 	jsonScan
 	out     []byte
 	scratch []byte // reordering space for objects whose keys are unsorted
+	// step, when set, notes the queue and step the top-level object
+	// names as it passes (CanonicalAuditData).
+	step *auditStep
+}
+
+// auditStep is AuditStepOf's answer gathered while canonicalising: of the
+// top-level members whose key matches "queue" (or "step") as
+// encoding/json matches a field, the one with a string value that comes
+// last in the canonical order, which is the greatest key, since the
+// canonical form sorts keys and the fast path refuses a repeated one.
+type auditStep struct {
+	queue, step       string
+	queueKey, stepKey string // "" while none seen; a key is never ""
+}
+
+// note takes the member key: value (a string's contents, which the fast
+// path only passes unescaped, so its bytes are its value).
+func (a *auditStep) note(key, value []byte) {
+	switch {
+	case bytes.EqualFold(key, []byte("queue")):
+		if a.queueKey == "" || string(key) > a.queueKey {
+			a.queueKey, a.queue = string(key), string(value)
+		}
+	case bytes.EqualFold(key, []byte("step")):
+		if a.stepKey == "" || string(key) > a.stepKey {
+			a.stepKey, a.step = string(key), string(value)
+		}
+	}
 }
 
 // value copies the value at in[i:] to out and returns the index after it.
@@ -169,10 +202,14 @@ func (c *canonicalizer) object(i, depth int) (int, bool) {
 			return i, false
 		}
 		c.out = append(c.out, ':')
+		v := len(c.out)
 		if i, ok = c.value(c.space(i+1), depth+1); !ok {
 			return i, false
 		}
 		m.end = len(c.out)
+		if depth == 0 && c.step != nil && c.out[v] == '"' {
+			c.step.note(c.key(m), c.out[v+1:m.end-1])
+		}
 		if n := len(members); n > 0 {
 			switch bytes.Compare(c.key(members[n-1]), c.key(m)) {
 			case 0:

@@ -110,3 +110,32 @@ func TestCanonicalRecordFastPath(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCanonicalAuditData: CanonicalAuditData answers as CanonicalJSON and
+// AuditStepOf of its result, the two scans it replaces, error and all.
+func FuzzCanonicalAuditData(f *testing.F) {
+	for _, s := range append(append([]string{
+		`{"step":"s","Step":"S","STEP":"T","queue":"q"}`,
+		`{"ſtep":"long s","step":3,"Step":"a"}`,
+		`{"step":"a","STEP":{"step":"nested"}}`,
+		`{"z":1,"queue":"q","a":[{"queue":"no"}],"step":"s"}`,
+		`["step","s"]`, `"step"`, `null`, ``, ` `,
+		`{"step":"\u2028"}`,
+	}, stepSeeds...), canonicalSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		canon, q, s, err := CanonicalAuditData(data)
+		want, werr := CanonicalJSON(json.RawMessage(data))
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("CanonicalAuditData(%q) error %v; CanonicalJSON's %v", data, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		wq, ws := AuditStepOf(want)
+		if !bytes.Equal(canon, want) || q != wq || s != ws {
+			t.Fatalf("CanonicalAuditData(%q) = %q, %q, %q; CanonicalJSON and AuditStepOf: %q, %q, %q", data, canon, q, s, want, wq, ws)
+		}
+	})
+}

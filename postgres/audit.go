@@ -39,19 +39,20 @@ func (w *wtx) appendAudit(out *[]ladder.AuditRecord, entries ...ladder.AuditEntr
 		return nil
 	}
 	norm := make([]ladder.AuditEntry, len(entries))
+	steps := make([]auditStep, len(entries))
 	for i, e := range entries {
 		if e.At.IsZero() {
 			e.At = w.s.now()
 		}
 		e.At = normTime(e.At)
-		data, err := ladder.CanonicalJSON(e.Data)
+		data, queue, step, err := ladder.CanonicalAuditData(e.Data)
 		if err != nil {
 			return fmt.Errorf("audit %s data: %w", e.Kind, err)
 		}
 		e.Data = data
-		norm[i] = e
+		norm[i], steps[i] = e, auditStep{queue, step}
 	}
-	w.audit = append(w.audit, pendingAudit{entries: norm, out: out})
+	w.audit = append(w.audit, pendingAudit{entries: norm, steps: steps, out: out})
 	return nil
 }
 
@@ -84,7 +85,7 @@ func (w *wtx) flush() error {
 		i := 0
 		for _, p := range w.audit {
 			recs := make([]ladder.AuditRecord, 0, len(p.entries))
-			for _, e := range p.entries {
+			for k, e := range p.entries {
 				h := heads[e.Workspace]
 				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e}
 				i++
@@ -94,8 +95,7 @@ func (w *wtx) flush() error {
 				recs = append(recs, rec)
 				wss, actors, kinds, subjects = append(wss, rec.Workspace), append(actors, rec.Actor), append(kinds, rec.Kind), append(subjects, rec.Subject)
 				ats, datas, prevs, hashes = append(ats, rec.At), append(datas, []byte(rec.Data)), append(prevs, rec.PrevHash), append(hashes, rec.Hash)
-				queue, step := ladder.AuditStepOf(rec.Data)
-				queues, steps = append(queues, queue), append(steps, step)
+				queues, steps = append(queues, p.steps[k].queue), append(steps, p.steps[k].step)
 			}
 			if p.out != nil {
 				*p.out = recs

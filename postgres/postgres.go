@@ -338,8 +338,13 @@ func (w *wtx) activeKey(id string) error {
 // receives the sealed records once the batch has appended them.
 type pendingAudit struct {
 	entries []ladder.AuditEntry
+	steps   []auditStep // each entry's queue and step, as its data names them
 	out     *[]ladder.AuditRecord
 }
+
+// auditStep is the queue and step a record's data names
+// (ladder.AuditStepOf), kept beside it.
+type auditStep struct{ queue, step string }
 
 // exec, queryRow and query run a statement of an op in the batch's
 // transaction, after the routes queued before it (flushRoutes), so every

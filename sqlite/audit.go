@@ -52,13 +52,12 @@ func (s *Store) readyAudit(entries []ladder.AuditEntry) ([]readyEntry, error) {
 			e.At = s.now()
 		}
 		e.At = normTime(e.At)
-		data, err := ladder.CanonicalJSON(e.Data)
+		data, queue, step, err := ladder.CanonicalAuditData(e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("audit %s data: %w", e.Kind, err)
 		}
 		e.Data = data
-		out[i] = readyEntry{AuditEntry: e}
-		out[i].queue, out[i].step = ladder.AuditStepOf(data)
+		out[i] = readyEntry{AuditEntry: e, queue: queue, step: step}
 	}
 	return out, nil
 }
