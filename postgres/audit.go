@@ -38,8 +38,7 @@ func (w *wtx) appendAudit(out *[]ladder.AuditRecord, entries ...ladder.AuditEntr
 		}
 		return nil
 	}
-	norm := make([]ladder.AuditEntry, len(entries))
-	steps := make([]auditStep, len(entries))
+	norm := make([]readyEntry, len(entries))
 	for i, e := range entries {
 		if e.At.IsZero() {
 			e.At = w.s.now()
@@ -50,9 +49,9 @@ func (w *wtx) appendAudit(out *[]ladder.AuditRecord, entries ...ladder.AuditEntr
 			return fmt.Errorf("audit %s data: %w", e.Kind, err)
 		}
 		e.Data = data
-		norm[i], steps[i] = e, auditStep{queue, step}
+		norm[i] = readyEntry{AuditEntry: e, queue: queue, step: step}
 	}
-	w.audit = append(w.audit, pendingAudit{entries: norm, steps: steps, out: out})
+	w.audit = append(w.audit, pendingAudit{entries: norm, out: out})
 	return nil
 }
 
@@ -85,9 +84,9 @@ func (w *wtx) flush() error {
 		i := 0
 		for _, p := range w.audit {
 			recs := make([]ladder.AuditRecord, 0, len(p.entries))
-			for k, e := range p.entries {
+			for _, e := range p.entries {
 				h := heads[e.Workspace]
-				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e}
+				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e.AuditEntry}
 				i++
 				rec.Seal(h.hash)
 				idxs = append(idxs, h.size)
@@ -95,7 +94,7 @@ func (w *wtx) flush() error {
 				recs = append(recs, rec)
 				wss, actors, kinds, subjects = append(wss, rec.Workspace), append(actors, rec.Actor), append(kinds, rec.Kind), append(subjects, rec.Subject)
 				ats, datas, prevs, hashes = append(ats, rec.At), append(datas, []byte(rec.Data)), append(prevs, rec.PrevHash), append(hashes, rec.Hash)
-				queues, steps = append(queues, p.steps[k].queue), append(steps, p.steps[k].step)
+				queues, steps = append(queues, e.queue), append(steps, e.step)
 			}
 			if p.out != nil {
 				*p.out = recs

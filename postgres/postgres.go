@@ -337,14 +337,16 @@ func (w *wtx) activeKey(id string) error {
 // pendingAudit is one op's request to append entries; out, when set,
 // receives the sealed records once the batch has appended them.
 type pendingAudit struct {
-	entries []ladder.AuditEntry
-	steps   []auditStep // each entry's queue and step, as its data names them
+	entries []readyEntry
 	out     *[]ladder.AuditRecord
 }
 
-// auditStep is the queue and step a record's data names
-// (ladder.AuditStepOf), kept beside it.
-type auditStep struct{ queue, step string }
+// readyEntry is an audit entry with its data canonical and the queue and
+// step that data names (ladder.AuditStepOf), which the row keeps beside it.
+type readyEntry struct {
+	ladder.AuditEntry
+	queue, step string
+}
 
 // exec, queryRow and query run a statement of an op in the batch's
 // transaction, after the routes queued before it (flushRoutes), so every
