@@ -58,18 +58,16 @@ type TlogCheckpoint struct {
 // TlogTx is what the integrator asks of a store inside the one
 // transaction that extends a workspace's tree. The store holds the
 // workspace's tree lock for the transaction's whole life, so two
-// integrators (two replicas) never extend one tree at once.
+// integrators (two replicas) never extend one tree at once. The records
+// and the older stored hashes are read before it (TlogPending,
+// TlogHashes), and the hashes computed, outside the write: the
+// transaction only checks that the head is still the one they grow and
+// appends, so an integration holds the write lock (SQLite's one writer,
+// which every route shares) only for its inserts.
 type TlogTx interface {
 	// Head returns the tree's size and the seq of its last leaf (0, 0 for
 	// an empty tree).
 	Head() (size, lastSeq int64, err error)
-	// Pending returns up to limit of the workspace's audit records from
-	// position from in its log on, in position order: the positions the
-	// append gave them under the workspace's head lock (each record's
-	// leaf index), stopping before the first position not committed.
-	Pending(from int64, limit int) ([]AuditRecord, error)
-	// ReadHashes returns the stored hashes at indexes, in that order.
-	ReadHashes(indexes []int64) ([][32]byte, error)
 	// Append stores new stored hashes and moves the head to size and
 	// lastSeq, the new leaves being the positions up to size (it refuses
 	// leaves CheckLeaves refuses).
@@ -100,6 +98,12 @@ type TlogStore interface {
 	IntegrateTx(ctx context.Context, workspace string, fn func(TlogTx) error) error
 	// TlogHead returns workspace's tree size and last leaf seq.
 	TlogHead(ctx context.Context, workspace string) (size, lastSeq int64, err error)
+	// TlogPending returns up to limit of workspace's committed audit
+	// records from position from in its log on, in position order: the
+	// positions the append gave them under the workspace's head lock
+	// (each record's leaf index), stopping before the first position not
+	// committed.
+	TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]AuditRecord, error)
 	// TlogHashes returns workspace's stored hashes at indexes; an index
 	// not stored is ErrNotFound.
 	TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error)

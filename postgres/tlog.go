@@ -47,12 +47,22 @@ type tlogTx struct {
 
 func (t *tlogTx) Head() (size, lastSeq int64, err error) { return t.size, t.lastSeq, nil }
 
-func (t *tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = $1 AND ws_idx >= $2 ORDER BY ws_idx LIMIT $3`, t.ws, from, limit)
-	if err != nil {
+// TlogPending returns workspace's committed records from position from
+// on, read outside the integration's transaction, so the tree lock is
+// held only for the append.
+func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]ladder.AuditRecord, error) {
+	if err := s.reading(); err != nil {
 		return nil, err
 	}
-	return pendingRecords(rows, from)
+	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = $1 AND ws_idx >= $2 ORDER BY ws_idx LIMIT $3`, workspace, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	recs, err := pendingRecords(rows, from)
+	if err != nil {
+		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+	}
+	return recs, nil
 }
 
 // pendingRecords scans records and their positions, keeping those at
@@ -84,10 +94,6 @@ func pendingRecords(rows pgx.Rows, from int64) ([]ladder.AuditRecord, error) {
 		recs = append(recs, p.rec)
 	}
 	return recs, nil
-}
-
-func (t *tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
-	return readHashes(t.ctx, t.tx, t.ws, indexes)
 }
 
 // querier is a pool or a transaction.

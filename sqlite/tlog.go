@@ -36,10 +36,13 @@ func (t tlogTx) Head() (size, lastSeq int64, err error) {
 	return size, lastSeq, err
 }
 
-func (t tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
-	rows, err := t.w.query(`SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = ? AND ws_idx >= ? ORDER BY ws_idx LIMIT ?`, t.ws, from, limit)
+// TlogPending returns workspace's committed records from position from
+// on, read on a reader: the writer, which every route waits on, is not
+// held while an integration reads them.
+func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]ladder.AuditRecord, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = ? AND ws_idx >= ? ORDER BY ws_idx LIMIT ?`, workspace, from, limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
 	}
 	type positioned struct {
 		rec ladder.AuditRecord
@@ -52,7 +55,7 @@ func (t tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
 		return p, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
 	}
 	// Records are kept up to the first position missing, so a store bug
 	// cannot make a tree skip one.
@@ -70,18 +73,6 @@ func (t tlogTx) Pending(from int64, limit int) ([]ladder.AuditRecord, error) {
 type scanFunc func(dest ...any) error
 
 func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
-
-func (t tlogTx) ReadHashes(indexes []int64) ([][32]byte, error) {
-	out := make([][32]byte, len(indexes))
-	for i, ix := range indexes {
-		var b []byte
-		if err := t.w.queryRow(`SELECT hash FROM tlog_hash WHERE workspace = ? AND idx = ?`, t.ws, ix).Scan(&b); err != nil {
-			return nil, fmt.Errorf("stored hash %d: %w", ix, err)
-		}
-		copy(out[i][:], b)
-	}
-	return out, nil
-}
 
 func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
 	// Each table takes its rows in one statement over a JSON array of

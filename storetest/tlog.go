@@ -21,6 +21,7 @@ var tlogTests = []struct {
 	fn   func(t *testing.T, s ladder.Store)
 }{
 	{"TlogIntegrateConcurrent", testTlogIntegrate},
+	{"TlogIntegrateStaleHead", testTlogIntegrateStale},
 	{"TlogCheckpointsAndMeta", testTlogCheckpoints},
 }
 
@@ -97,6 +98,66 @@ func testTlogIntegrate(t *testing.T, s ladder.Store) {
 	if wss := must(s.TlogWorkspaces(ctx, true)); len(wss) != 0 {
 		t.Errorf("pending once both are integrated = %v, want none", wss)
 	}
+}
+
+// testTlogIntegrateStale: an integration reads and hashes its records
+// before its transaction; when another integrator moves the head in
+// between (here, inside its read of the records), it does the work again
+// from the new head instead of appending leaves the tree already has, and
+// the tree holds each record once.
+func testTlogIntegrateStale(t *testing.T, s ladder.Store) {
+	ctx := context.Background()
+	add := func(n int) {
+		for i := range n {
+			must(s.AppendAudit(ctx, entry(t, wsA, ladder.AuditRoute, fmt.Sprintf("r-%d", i), t0, map[string]any{"i": i})))
+		}
+	}
+	add(5)
+	r := &racingTlog{Store: s, race: func() {
+		// Another integrator takes the five, and two more records come.
+		if added, size := must2(translog.Integrate(ctx, s, wsA)); added != 5 || size != 5 {
+			t.Errorf("the other integrator added %d to size %d, want 5 to 5", added, size)
+		}
+		add(2)
+	}}
+	added, size := must2(translog.Integrate(ctx, r, wsA))
+	if r.reads != 2 {
+		t.Fatalf("the integration read pending records %d times, want 2 (once stale, once from the new head)", r.reads)
+	}
+	if added != 2 || size != 7 {
+		t.Errorf("integrate after the head moved: added %d to size %d, want 2 to 7", added, size)
+	}
+	recs := must(s.ListAudit(ctx, ladder.AuditQuery{Workspace: wsA, Limit: 100}))
+	var mem translog.MemoryReader
+	for i, rec := range recs {
+		check(t, mem.Add(translog.LeafData(rec)))
+		if leaf := must(s.TlogLeafOf(ctx, wsA, rec.Seq)); leaf != int64(i) {
+			t.Errorf("record %d is leaf %d, want %d", rec.Seq, leaf, i)
+		}
+	}
+	want := must(tlog.TreeHash(7, &mem))
+	if got := must(tlog.TreeHash(7, translog.Reader(ctx, s, wsA))); got != want {
+		t.Errorf("stored root %s, recomputed from the records %s", got, want)
+	}
+	if head, last := must2(s.TlogHead(ctx, wsA)); head != 7 || last != recs[6].Seq {
+		t.Errorf("head = (%d, %d), want (7, %d)", head, last, recs[6].Seq)
+	}
+}
+
+// racingTlog is a store whose first read of pending records runs race
+// after reading them, as if another integrator ran in between.
+type racingTlog struct {
+	ladder.Store
+	race  func()
+	reads int
+}
+
+func (r *racingTlog) TlogPending(ctx context.Context, ws string, from int64, limit int) ([]ladder.AuditRecord, error) {
+	recs, err := r.Store.TlogPending(ctx, ws, from, limit)
+	if r.reads++; r.reads == 1 {
+		r.race()
+	}
+	return recs, err
 }
 
 // testTlogCheckpoints: the first checkpoint kept at a size wins, the

@@ -13,7 +13,8 @@
 //
 // The trees are integrated behind the audit append (as Trillian does): the
 // append path and its durability rules are unchanged, and Integrate adds a
-// workspace's newly committed records to its tree in one transaction that
+// workspace's newly committed records to its tree: it reads and hashes
+// them outside any write, then appends the hashes in one transaction that
 // holds the workspace's tree lock.
 package translog
 
@@ -50,78 +51,119 @@ func LeafHash(rec ladder.AuditRecord) tlog.Hash { return tlog.RecordHash(LeafDat
 // of the positions their append gave them (so in seq order too);
 // a record of another workspace is refused, so a store bug cannot mix two
 // logs.
+//
+// The records and the stored hashes the new ones rest on are read, and the
+// new hashes computed, before the transaction, from committed rows that
+// never change; the transaction checks that the tree's head is still the
+// one they grow and appends. When another integrator (a proof request, a
+// second replica) moved the head in between, the work is done again from
+// the new head, up to maxStale times in a row.
 func Integrate(ctx context.Context, st ladder.TlogStore, workspace string) (added int, size int64, err error) {
-	err = st.IntegrateTx(ctx, workspace, func(tx ladder.TlogTx) error {
-		added = 0
-		n, lastSeq, err := tx.Head()
-		if err != nil {
-			return err
+	for range maxStale {
+		g, err := prepare(ctx, st, workspace)
+		if err != nil || len(g.leaves) == 0 {
+			return 0, g.size, err
 		}
-		size = n
-		recs, err := tx.Pending(n, IntegrateBatch)
-		if err != nil || len(recs) == 0 {
-			return err
-		}
-		// Hashes this transaction computed are read from memory; older ones
-		// from the store.
-		fresh := map[int64]tlog.Hash{}
-		reader := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-			out := make([]tlog.Hash, len(indexes))
-			var missing []int64
-			for i, ix := range indexes {
-				if h, ok := fresh[ix]; ok {
-					out[i] = h
-				} else {
-					missing = append(missing, ix)
-				}
-			}
-			if len(missing) == 0 {
-				return out, nil
-			}
-			got, err := tx.ReadHashes(missing)
+		stale := false
+		err = st.IntegrateTx(ctx, workspace, func(tx ladder.TlogTx) error {
+			n, lastSeq, err := tx.Head()
 			if err != nil {
-				return nil, err
+				return err
 			}
-			j := 0
-			for i, ix := range indexes {
-				if _, ok := fresh[ix]; !ok {
-					out[i] = got[j]
-					j++
-				}
+			if stale = n != g.size || lastSeq != g.lastSeq; stale {
+				return nil
 			}
-			return out, nil
+			return tx.Append(g.newSize(), g.newLastSeq(), g.leaves, g.hashes)
 		})
-		var (
-			leaves []ladder.TlogLeaf
-			hashes []ladder.TlogHash
-		)
-		for _, rec := range recs {
-			if rec.Workspace != workspace || rec.Seq <= lastSeq {
-				return fmt.Errorf("integrate %s: store returned record %d of workspace %q after seq %d", workspace, rec.Seq, rec.Workspace, lastSeq)
-			}
-			hs, err := tlog.StoredHashes(n, LeafData(rec), reader)
-			if err != nil {
-				return fmt.Errorf("integrate %s: stored hashes of leaf %d: %w", workspace, n, err)
-			}
-			base := tlog.StoredHashIndex(0, n)
-			for i, h := range hs {
-				fresh[base+int64(i)] = h
-				hashes = append(hashes, ladder.TlogHash{Index: base + int64(i), Hash: h})
-			}
-			leaves = append(leaves, ladder.TlogLeaf{Index: n, Seq: rec.Seq})
-			n++
-			lastSeq = rec.Seq
+		if err != nil {
+			return 0, 0, err
 		}
-		if err := tx.Append(n, lastSeq, leaves, hashes); err != nil {
-			return err
+		if !stale {
+			return len(g.leaves), g.newSize(), nil
 		}
-		added, size = len(recs), n
-		return nil
-	})
-	if err != nil {
-		return 0, 0, err
 	}
-	return added, size, nil
+	return 0, 0, fmt.Errorf("integrate %s: the tree's head moved under %d integrations in a row", workspace, maxStale)
+}
+
+// maxStale bounds how many times in a row Integrate does its work again
+// because another integrator moved the head first. Each time it does,
+// the other one grew the tree, so a run out of them is a store that moves
+// the head without growing it, or a stream of integrators no one process
+// should outrun.
+const maxStale = 64
+
+// growth is what one integration adds to a tree whose head was size and
+// lastSeq: the leaves after it and the stored hashes they add.
+type growth struct {
+	size, lastSeq int64
+	leaves        []ladder.TlogLeaf
+	hashes        []ladder.TlogHash
+}
+
+func (g growth) newSize() int64 { return g.size + int64(len(g.leaves)) }
+
+func (g growth) newLastSeq() int64 { return g.leaves[len(g.leaves)-1].Seq }
+
+// prepare reads workspace's head and up to IntegrateBatch records after
+// it, and computes the stored hashes they add.
+func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth, error) {
+	n, lastSeq, err := st.TlogHead(ctx, workspace)
+	if err != nil {
+		return growth{}, err
+	}
+	g := growth{size: n, lastSeq: lastSeq}
+	recs, err := st.TlogPending(ctx, workspace, n, IntegrateBatch)
+	if err != nil || len(recs) == 0 {
+		return g, err
+	}
+	// Hashes this integration computed are read from memory; older ones
+	// from the store.
+	fresh := map[int64]tlog.Hash{}
+	stored := Reader(ctx, st, workspace)
+	reader := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		var missing []int64
+		for i, ix := range indexes {
+			if h, ok := fresh[ix]; ok {
+				out[i] = h
+			} else {
+				missing = append(missing, ix)
+			}
+		}
+		if len(missing) == 0 {
+			return out, nil
+		}
+		got, err := stored.ReadHashes(missing)
+		if err != nil {
+			return nil, err
+		}
+		j := 0
+		for i, ix := range indexes {
+			if _, ok := fresh[ix]; !ok {
+				out[i] = got[j]
+				j++
+			}
+		}
+		return out, nil
+	})
+	for _, rec := range recs {
+		if rec.Workspace != workspace || rec.Seq <= lastSeq {
+			return growth{}, fmt.Errorf("integrate %s: store returned record %d of workspace %q after seq %d", workspace, rec.Seq, rec.Workspace, lastSeq)
+		}
+		hs, err := tlog.StoredHashes(n, LeafData(rec), reader)
+		if err != nil {
+			return growth{}, fmt.Errorf("integrate %s: stored hashes of leaf %d: %w", workspace, n, err)
+		}
+		base := tlog.StoredHashIndex(0, n)
+		for i, h := range hs {
+			fresh[base+int64(i)] = h
+			g.hashes = append(g.hashes, ladder.TlogHash{Index: base + int64(i), Hash: h})
+		}
+		g.leaves = append(g.leaves, ladder.TlogLeaf{Index: n, Seq: rec.Seq})
+		n++
+		lastSeq = rec.Seq
+	}
+	return g, nil
 }
 
 // IntegrateAll integrates workspace until every record committed when it

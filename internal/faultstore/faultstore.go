@@ -590,6 +590,14 @@ func (s *Store) TlogHead(ctx context.Context, ws string) (int64, int64, error) {
 	return s.next.TlogHead(ctx, ws)
 }
 
+// TlogPending implements ladder.Store.
+func (s *Store) TlogPending(ctx context.Context, ws string, from int64, limit int) ([]ladder.AuditRecord, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.next.TlogPending(ctx, ws, from, limit)
+}
+
 // TlogHashes implements ladder.Store.
 func (s *Store) TlogHashes(ctx context.Context, ws string, indexes []int64) ([][32]byte, error) {
 	if err := s.read(ctx); err != nil {
