@@ -96,43 +96,6 @@ func pendingRecords(rows pgx.Rows, from int64) ([]ladder.AuditRecord, error) {
 	return recs, nil
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// readHashes reads stored hashes in one query, returned in indexes' order.
-func readHashes(ctx context.Context, q querier, ws string, indexes []int64) ([][32]byte, error) {
-	rows, err := q.Query(ctx, `SELECT idx, hash FROM tlog_hash WHERE workspace = $1 AND idx = ANY($2)`, ws, indexes)
-	if err != nil {
-		return nil, err
-	}
-	got := map[int64][32]byte{}
-	_, err = collect(rows, func(r pgx.Row) (struct{}, error) {
-		var (
-			ix int64
-			b  []byte
-			h  [32]byte
-		)
-		err := r.Scan(&ix, &b)
-		copy(h[:], b)
-		got[ix] = h
-		return struct{}{}, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([][32]byte, len(indexes))
-	for i, ix := range indexes {
-		h, ok := got[ix]
-		if !ok {
-			return nil, fmt.Errorf("stored hash %d of %s: %w", ix, ws, ladder.ErrNotFound)
-		}
-		out[i] = h
-	}
-	return out, nil
-}
-
 func (t *tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
 	// The leaves are not stored: a leaf's index is its record's position,
 	// audit.ws_idx (migration 0018), and the head's size says which
@@ -169,16 +132,40 @@ func (s *Store) TlogHead(ctx context.Context, workspace string) (size, lastSeq i
 	return size, lastSeq, nil
 }
 
-// TlogHashes returns workspace's stored hashes at indexes.
+// TlogHashes returns workspace's stored hashes at indexes, read in one
+// query.
 func (s *Store) TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error) {
 	if err := s.reading(); err != nil {
 		return nil, err
 	}
-	hs, err := readHashes(ctx, s.pool, workspace, indexes)
-	if err != nil && !errors.Is(err, ladder.ErrNotFound) {
-		err = s.mapErr(err)
+	rows, err := s.pool.Query(ctx, `SELECT idx, hash FROM tlog_hash WHERE workspace = $1 AND idx = ANY($2)`, workspace, indexes)
+	if err != nil {
+		return nil, s.mapErr(err)
 	}
-	return hs, err
+	got := map[int64][32]byte{}
+	_, err = collect(rows, func(r pgx.Row) (struct{}, error) {
+		var (
+			ix int64
+			b  []byte
+			h  [32]byte
+		)
+		err := r.Scan(&ix, &b)
+		copy(h[:], b)
+		got[ix] = h
+		return struct{}{}, err
+	})
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	out := make([][32]byte, len(indexes))
+	for i, ix := range indexes {
+		h, ok := got[ix]
+		if !ok {
+			return nil, fmt.Errorf("stored hash %d of %s: %w", ix, workspace, ladder.ErrNotFound)
+		}
+		out[i] = h
+	}
+	return out, nil
 }
 
 // TlogLeafOf returns the leaf index of workspace's record seq: its
