@@ -91,13 +91,22 @@ func CanonicalJSON(v any) (json.RawMessage, error) {
 		}
 		raw = b
 	}
+	out, _, err := canonicalBytes(raw, nil)
+	return out, err
+}
+
+// canonicalBytes is CanonicalJSON of raw JSON. With st set, the fast path
+// notes the top-level queue and step into st as it goes, and noted says
+// it did (the reference path and empty input note nothing).
+func canonicalBytes(raw []byte, st *auditStep) (out json.RawMessage, noted bool, err error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return json.RawMessage("null"), nil
+		return json.RawMessage("null"), false, nil
 	}
-	if out, ok := canonicalFast(make([]byte, 0, len(raw)), raw); ok {
-		return out, nil
+	if out, ok := canonicalRun(canonicalizer{jsonScan: jsonScan{in: raw}, out: make([]byte, 0, len(raw)), step: st}); ok {
+		return out, true, nil
 	}
-	return canonicalReference(raw)
+	out, err = canonicalReference(raw)
+	return out, false, err
 }
 
 // CanonicalAuditData is CanonicalJSON(data) and AuditStepOf of the
@@ -105,14 +114,13 @@ func CanonicalJSON(v any) (json.RawMessage, error) {
 // record, the step is noted while the data is canonicalised rather than
 // read in a second scan. FuzzCanonicalAuditData holds it to the two.
 func CanonicalAuditData(data json.RawMessage) (canon json.RawMessage, queue, step string, err error) {
-	if len(bytes.TrimSpace(data)) > 0 {
-		var st auditStep
-		if out, ok := canonicalRun(canonicalizer{jsonScan: jsonScan{in: data}, out: make([]byte, 0, len(data)), step: &st}); ok {
-			return out, st.queue, st.step, nil
-		}
-	}
-	if canon, err = CanonicalJSON(data); err != nil {
+	var st auditStep
+	canon, noted, err := canonicalBytes(data, &st)
+	if err != nil {
 		return nil, "", "", err
+	}
+	if noted {
+		return canon, st.queue, st.step, nil
 	}
 	queue, step = AuditStepOf(canon)
 	return canon, queue, step, nil

@@ -19,7 +19,7 @@ func canonicalFast(dst, raw []byte) ([]byte, bool) {
 }
 
 // canonicalRun runs c over its whole input: canonicalFast's body, and
-// CanonicalAuditData's with a step to note.
+// canonicalBytes' (with a step to note for CanonicalAuditData).
 func canonicalRun(c canonicalizer) ([]byte, bool) {
 	i, ok := c.value(c.space(0), 0)
 	if !ok || c.space(i) != len(c.in) {
