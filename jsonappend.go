@@ -3,6 +3,8 @@ package ladder
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -155,6 +157,39 @@ func (d *jsonDoc) intOmit(name string, v int64) {
 	}
 }
 
+func (d *jsonDoc) int(name string, v int64) {
+	d.key(name)
+	d.b = strconv.AppendInt(d.b, v, 10)
+}
+
+func (d *jsonDoc) bool(name string, v bool) {
+	d.key(name)
+	d.b = strconv.AppendBool(d.b, v)
+}
+
+// float writes a float64 as encoding/json does: the shortest form that
+// reads back the same, in exponent form below 1e-6 and from 1e21, whose
+// exponent has no leading zero. NaN and the infinities are not JSON; the
+// failure is encoding/json's own (done).
+func (d *jsonDoc) float(name string, f float64) {
+	d.key(name)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		if d.err == nil {
+			d.err = errors.New("unsupported float value")
+		}
+		return
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	d.b = strconv.AppendFloat(d.b, f, format, -1, 64)
+	if n := len(d.b); format == 'e' && n >= 4 && d.b[n-4] == 'e' && d.b[n-3] == '-' && d.b[n-2] == '0' {
+		d.b[n-2] = d.b[n-1] // e-07 is written e-7
+		d.b = d.b[:n-1]
+	}
+}
+
 // raw writes a json.RawMessage field; a nil one is null, as encoding/json
 // writes it.
 func (d *jsonDoc) raw(name string, v json.RawMessage) {
@@ -270,4 +305,63 @@ func (r CallResult) AppendJSON(dst []byte) ([]byte, error) {
 	}
 	d.rawOmit("proposal", r.Proposal)
 	return d.done(r)
+}
+
+// AppendJSON appends r as json.Marshal(r) writes it: the structured
+// content of every route_item answer.
+func (r Route) AppendJSON(dst []byte) ([]byte, error) {
+	d := newJSONDoc(dst)
+	d.str("route_id", r.ID)
+	d.str("workspace", r.Workspace)
+	d.str("queue", r.Queue)
+	d.str("step", r.Step)
+	d.str("item", r.Item)
+	d.str("decision", string(r.Decision))
+	d.str("lane", string(r.Lane))
+	d.bool("audit", r.Audit)
+	d.float("audit_rate", r.AuditRate)
+	d.str("reason", r.Reason)
+	d.rawOmit("features", r.Features)
+	d.time("at", r.At)
+	d.int("lane_epoch", int64(r.LaneEpoch))
+	return d.done(r)
+}
+
+// routeAuditData is the data of a route's audit record, the reference
+// AuditData writes by hand. Its fields are in the order of their keys, as
+// canonical JSON has them, so its encoding is already canonical.
+type routeAuditData struct {
+	Audit     bool            `json:"audit"`
+	AuditRate float64         `json:"audit_rate"`
+	Decision  Decision        `json:"decision"`
+	Features  json.RawMessage `json:"features"`
+	Item      string          `json:"item"`
+	Lane      Lane            `json:"lane"`
+	LaneEpoch int             `json:"lane_epoch"`
+	Queue     string          `json:"queue"`
+	Step      string          `json:"step"`
+}
+
+// AuditData is the data of r's audit record (kind AuditRoute): what was
+// decided, for which item of which step, in which lane and epoch, at
+// which audit rate, from which features; the stores read the record's
+// queue and step from it. Written as json.Marshal writes routeAuditData,
+// byte for byte, without its reflection (TestRouteAuditDataMatchesMarshal).
+func (r Route) AuditData() (json.RawMessage, error) {
+	d := newJSONDoc(make([]byte, 0, 160+len(r.Item)+len(r.Queue)+len(r.Step)+len(r.Features)))
+	d.bool("audit", r.Audit)
+	d.float("audit_rate", r.AuditRate)
+	d.str("decision", string(r.Decision))
+	d.raw("features", r.Features)
+	d.str("item", r.Item)
+	d.str("lane", string(r.Lane))
+	d.int("lane_epoch", int64(r.LaneEpoch))
+	d.str("queue", r.Queue)
+	d.str("step", r.Step)
+	return d.done(r.auditData())
+}
+
+func (r Route) auditData() routeAuditData {
+	return routeAuditData{Audit: r.Audit, AuditRate: r.AuditRate, Decision: r.Decision, Features: r.Features, Item: r.Item,
+		Lane: r.Lane, LaneEpoch: r.LaneEpoch, Queue: r.Queue, Step: r.Step}
 }

@@ -3,6 +3,7 @@ package ladder
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -27,6 +28,14 @@ var jsonRaws = []string{
 	` {"a" : [1, 2] } `, "{\n\t\"a\": 1\r\n}", `{"a":"\"}"}`, `{"a":"\\"}`, `[1,2,{"b":[true,false,null]}]`,
 	`{"a":1`, `{"a":1}x`, `truex`, `01`, `{"a":"` + "\x01" + `"}`, ``, ` `, `{"a":"\ud800"}`, `{"a":"` + "\xff" + `"}`,
 	strings.Repeat("[", 70) + strings.Repeat("]", 70),
+}
+
+// jsonFloats are float64s encoding/json writes in each of its ways: plain,
+// in exponent form on either side (with the exponent's leading zero
+// dropped), the shortest form of an inexact sum, and the values it refuses.
+var jsonFloats = []float64{
+	0, 1, 0.05, 0.1 + 0.2, -2.5, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e15, -1e-10, math.MaxFloat64,
+	math.SmallestNonzeroFloat64, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1),
 }
 
 // fill sets every field encoding/json writes to a value drawn from r, so a
@@ -64,6 +73,8 @@ func fill(t *testing.T, r *rand.Rand, v reflect.Value) {
 				fv.SetInt(r.Int64N(1<<40) - 1<<39)
 			case reflect.Bool:
 				fv.SetBool(true)
+			case reflect.Float64:
+				fv.SetFloat(jsonFloats[r.IntN(len(jsonFloats))])
 			default:
 				t.Fatalf("%s.%s is a %s: teach fill (and the type's AppendJSON) about it", typ.Name(), f.Name, f.Type)
 			}
@@ -112,6 +123,38 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			got = nil
 		}
 		check(cr, got, err)
+		var rt Route
+		fill(t, r, reflect.ValueOf(&rt).Elem())
+		got, err = rt.AppendJSON(nil)
+		check(rt, got, err)
+		got, err = rt.AuditData()
+		check(rt.auditData(), got, err)
+	}
+}
+
+// TestRouteAuditDataMatchesMarshal holds a route's audit data to
+// json.Marshal of routeAuditData (the fields of TestAppendJSONMatchesMarshal
+// above), and its fields to Route's: a field added to one and not the
+// other fails here.
+func TestRouteAuditDataMatchesMarshal(t *testing.T) {
+	rt := Route{Queue: "bills", Step: "post_tms", Item: "B-1", Decision: DecisionActAlone, Lane: LaneAuto, AuditRate: 0.05, LaneEpoch: 3}
+	got, err := rt.AuditData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"audit":false,"audit_rate":0.05,"decision":"act_alone","features":null,"item":"B-1","lane":"auto","lane_epoch":3,"queue":"bills","step":"post_tms"}`
+	if string(got) != want {
+		t.Errorf("AuditData %s, want %s", got, want)
+	}
+	if c, err := CanonicalJSON(got); err != nil || string(c) != want {
+		t.Errorf("AuditData is not canonical: %s (%v)", c, err)
+	}
+	routeFields := reflect.TypeFor[Route]()
+	for f := range reflect.TypeFor[routeAuditData]().Fields() {
+		rf, ok := routeFields.FieldByName(f.Name)
+		if !ok || rf.Type != f.Type {
+			t.Errorf("routeAuditData.%s (%s) is not a field of Route", f.Name, f.Type)
+		}
 	}
 }
 

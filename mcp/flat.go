@@ -17,7 +17,7 @@ type flatField struct {
 }
 
 // maxFlatFields bounds the members of one flat object (an envelope has
-// four, a tools/call's params four).
+// four, a tools/call's params four, route_item's arguments four).
 const maxFlatFields = 4
 
 // decodeFlat is strictjson.UnmarshalChecked for the flat objects every
@@ -114,5 +114,16 @@ func callParamsFields(cp *mcpwire.CallParams) []flatField {
 		{name: "arguments", raw: &cp.Arguments},
 		{name: "_meta", raw: &cp.Meta},
 		{name: "task", raw: &cp.Task},
+	}
+}
+
+// routeRequestFields are ladder.RouteRequest's JSON members, as its tags
+// name them: route_item's arguments.
+func routeRequestFields(in *ladder.RouteRequest) []flatField {
+	return []flatField{
+		{name: "queue", str: &in.Queue},
+		{name: "step", str: &in.Step},
+		{name: "item", str: &in.Item},
+		{name: "features", raw: &in.Features},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/strictjson"
 )
@@ -20,6 +21,14 @@ func prefilledEnvelope() envelope {
 
 func prefilledCallParams() mcpwire.CallParams {
 	return mcpwire.CallParams{Name: "n", Arguments: json.RawMessage(`{"a":1}`), Meta: json.RawMessage(`{}`), Task: json.RawMessage(`null`)}
+}
+
+func prefilledRouteRequest() ladder.RouteRequest {
+	return ladder.RouteRequest{Queue: "q", Step: "s", Item: "i", Features: json.RawMessage(`{"f":1}`)}
+}
+
+func sameRouteRequest(a, b ladder.RouteRequest) bool {
+	return a.Queue == b.Queue && a.Step == b.Step && a.Item == b.Item && bytes.Equal(a.Features, b.Features) && (a.Features == nil) == (b.Features == nil)
 }
 
 func sameEnvelope(a, b envelope) bool {
@@ -60,6 +69,18 @@ func TestDecodeFlatReadsUsualRequests(t *testing.T) {
 			}
 		}
 	}
+	for _, args := range []string{
+		`{"step":"post_tms","item":"B-1"}`,
+		` { "queue" : "bills", "step" : "post_tms", "item" : "B-1", "features" : {"weight": 1.50} } `,
+		`{"step":"post_tms","item":"B-1","features":null}`,
+	} {
+		var fast, ref ladder.RouteRequest
+		if !decodeFlat([]byte(args), routeRequestFields(&fast)) {
+			t.Errorf("decodeFlat declined route_item arguments %s", args)
+		} else if err := strictjson.UnmarshalChecked([]byte(args), &ref); err != nil || !sameRouteRequest(fast, ref) {
+			t.Errorf("%s: decodeFlat read %+v, UnmarshalChecked %+v (%v)", args, fast, ref, err)
+		}
+	}
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"Method":"tools/list"}`,           // a key of another case
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","x":1}`,     // an unknown key
@@ -93,6 +114,10 @@ func FuzzDecodeFlat(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}`,
 		`{"name":"t","Name":"u"}`,
 		`{"name":"t","arguments":null}`,
+		`{"step":"post_tms","item":"B-1"}`,
+		`{"queue":"bills","step":"post_tms","item":"B-\u0031","features":{"weight":1.50, "carrier":"x"}}`,
+		`{"step":"post_tms","item":7}`,
+		`{"step":"post_tms","features":null}`,
 		`{}`, ` {} `, `null`, `[]`, `{"id":1e400}`,
 		"{\"name\":\"\xed\xa0\x80\"}",
 		"{\"name\":\"a\u2028b\"}",
@@ -102,6 +127,7 @@ func FuzzDecodeFlat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFlat(t, data, prefilledEnvelope, envelopeFields, sameEnvelope)
 		checkFlat(t, data, prefilledCallParams, callParamsFields, sameCallParams)
+		checkFlat(t, data, prefilledRouteRequest, routeRequestFields, sameRouteRequest)
 	})
 }
 
@@ -128,16 +154,17 @@ func checkFlat[T any](t *testing.T, data []byte, prefilled func() T, fields func
 
 // TestFlatFieldsFollowTags: the flat field lists name each field of the
 // structs they fill as its json tag does, and every field that is read, so
-// a field added or renamed in envelope or CallParams without its list
+// a field added or renamed in envelope, CallParams or RouteRequest without its list
 // fails here rather than sending every request to the slow path or
 // reading a member into the wrong place.
 func TestFlatFieldsFollowTags(t *testing.T) {
 	var env envelope
 	var cp mcpwire.CallParams
+	var rr ladder.RouteRequest
 	for _, c := range []struct {
 		v      any
 		fields []flatField
-	}{{&env, envelopeFields(&env)}, {&cp, callParamsFields(&cp)}} {
+	}{{&env, envelopeFields(&env)}, {&cp, callParamsFields(&cp)}, {&rr, routeRequestFields(&rr)}} {
 		rv := reflect.ValueOf(c.v).Elem()
 		var want []string
 		for i := range rv.NumField() {

@@ -139,14 +139,18 @@ func (h *Handler) stepEvidence(ctx context.Context, p ladder.Principal, args jso
 
 func (h *Handler) routeItem(ctx context.Context, p ladder.Principal, args json.RawMessage) (string, any, error) {
 	var in ladder.RouteRequest
-	if err := decodeArgs(args, &in); err != nil {
-		return "", nil, err
+	// The one scan of decodeFlat for the usual arguments (strings and
+	// features kept raw); decodeArgs decides and words everything else.
+	if !decodeFlat(args, routeRequestFields(&in)) {
+		if err := decodeArgs(args, &in); err != nil {
+			return "", nil, err
+		}
 	}
 	rt, err := h.svc.Route(ctx, p, in)
 	if err != nil {
 		return "", nil, err
 	}
-	return fmt.Sprintf("%s Decision: %s; route_id %s.", rt.Reason, rt.Decision, rt.ID), rt, nil
+	return rt.Reason + " Decision: " + string(rt.Decision) + "; route_id " + rt.ID + ".", rt, nil
 }
 
 func (h *Handler) baseURL(ctx context.Context) string {

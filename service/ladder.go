@@ -193,7 +193,11 @@ func (s *Service) routeItemWith(ctx context.Context, p ladder.Principal, st ladd
 		r.At = ladder.NormTime(s.now())
 		r.Features = features
 		r.LaneEpoch, r.StateAuditRate = state.LaneEpoch, state.AuditRate
-		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, routeAudit(r))
+		data, err := r.AuditData()
+		if err != nil {
+			return ladder.Route{}, fmt.Errorf("route audit data: %w", err)
+		}
+		entry, err := ladder.NewAuditEntry(p.Workspace, p.KeyID, ladder.AuditRoute, r.ID, r.At, data)
 		if err != nil {
 			return ladder.Route{}, err
 		}
@@ -230,27 +234,6 @@ func endRoute(sp tracing.Span, p ladder.Principal, st ladder.Step, rt ladder.Rou
 		}
 	}
 	sp.End(err)
-}
-
-// routeAuditData is a route's audit record data. Its fields are in the
-// order of their keys, as canonical JSON has them, so the record is
-// canonical as encoded (a struct encodes without the boxing and sorting a
-// map costs); TestRouteAuditData holds it to the map it replaced.
-type routeAuditData struct {
-	Audit     bool            `json:"audit"`
-	AuditRate float64         `json:"audit_rate"`
-	Decision  ladder.Decision `json:"decision"`
-	Features  json.RawMessage `json:"features"`
-	Item      string          `json:"item"`
-	Lane      ladder.Lane     `json:"lane"`
-	LaneEpoch int             `json:"lane_epoch"`
-	Queue     string          `json:"queue"`
-	Step      string          `json:"step"`
-}
-
-func routeAudit(r ladder.Route) routeAuditData {
-	return routeAuditData{Audit: r.Audit, AuditRate: r.AuditRate, Decision: r.Decision, Features: r.Features, Item: r.Item,
-		Lane: r.Lane, LaneEpoch: r.LaneEpoch, Queue: r.Queue, Step: r.Step}
 }
 
 // laneChanging is the refusal when a step's lane kept changing under one

@@ -28,7 +28,11 @@ func TestRouteAuditData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ladder.CanonicalJSON(routeAudit(r))
+		data, err := r.AuditData()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ladder.CanonicalJSON(data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package mcpwire
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,12 @@ func resultShapes(text string) []*sdk.CallToolResult {
 			Result: json.RawMessage(`{"balance":80.5,"entries":[{"description":"` + strings.ReplaceAll(text, `"`, ``) + `"}]}`), CallID: "call_1", AuditSeq: 9}},
 		{Content: one(), StructuredContent: ladder.CallResult{Status: ladder.CallResultExecuted, Message: text, Result: json.RawMessage(` {"a" : "<b>"} `), Replayed: true}, IsError: true},
 		{Content: one(), StructuredContent: ladder.CallResult{Status: ladder.CallResultExpired, Result: json.RawMessage(`{"a":`)}},
+		{Content: one(), StructuredContent: ladder.Route{ID: "rt_1", Workspace: "w", Queue: "bills", Step: "post_tms", Item: text, Decision: ladder.DecisionActAlone,
+			Lane: ladder.LaneAuto, AuditRate: 0.05, Reason: text, Features: json.RawMessage(` {"w": [1.50, "<b>"]} `), At: time.Date(2026, 12, 4, 8, 0, 0, 123456000, time.UTC), LaneEpoch: 2}},
+		{Content: one(), StructuredContent: ladder.Route{Reason: text, AuditRate: 1e-7, Audit: true}, IsError: true},
+		{Content: one(), StructuredContent: ladder.Route{AuditRate: math.NaN()}},
+		{Content: one(), StructuredContent: (*ladder.Route)(nil)},
+		{Content: one(), StructuredContent: &ladder.Route{ID: "rt_2", Reason: text}},
 		{Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: "two"}}},
 		{Content: []sdk.Content{}},
 		{Content: []sdk.Content{&sdk.ImageContent{Data: []byte(text), MIMEType: "image/png"}}},

@@ -118,14 +118,19 @@ func marshalResult(res *sdk.CallToolResult) ([]byte, error) {
 	if res.StructuredContent != nil {
 		out = append(out, `,"structuredContent":`...)
 		var err error
-		// A capability call's answer (its upstream's result inside) is
-		// written without encoding/json's second pass over the result.
-		if cr, ok := res.StructuredContent.(ladder.CallResult); ok {
-			out, err = cr.AppendJSON(out)
-		} else {
-			var sc []byte
-			sc, err = json.Marshal(res.StructuredContent)
-			out = append(out, sc...)
+		// A capability call's answer (its upstream's result inside) and a
+		// route_item's are written without encoding/json's reflection and
+		// its second pass over what it wrote. Values only: a nil pointer
+		// is json.Marshal's "null".
+		switch sc := res.StructuredContent.(type) {
+		case ladder.CallResult:
+			out, err = sc.AppendJSON(out)
+		case ladder.Route:
+			out, err = sc.AppendJSON(out)
+		default:
+			var b []byte
+			b, err = json.Marshal(sc)
+			out = append(out, b...)
 		}
 		if err != nil {
 			return nil, err
