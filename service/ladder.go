@@ -103,20 +103,22 @@ func (m *sampler) sum(parts ...string) []byte {
 // follows the lane, and items in auto are sampled for audit.
 func (s *Service) Decide(workspace string, st ladder.Step, state ladder.StepState, item string) ladder.Route {
 	r := ladder.Route{Workspace: workspace, Queue: st.Queue, Step: st.ID, Item: item, Lane: state.Lane, Decision: ladder.DecisionFor(state.Lane), AuditRate: round4(state.AuditRate)}
+	// Concatenated, not formatted: this runs on every route, and the
+	// sentences are fixed around the step's name.
 	switch state.Lane {
 	case ladder.LaneAuto:
 		r.Audit = s.sampled(workspace, st.Queue, st.ID, item, state.AuditRate)
 		if r.Audit {
-			r.Reason = fmt.Sprintf("%s runs alone (auto); this item is sampled for audit, so a person will check the result afterwards.", st.Name)
+			r.Reason = st.Name + " runs alone (auto); this item is sampled for audit, so a person will check the result afterwards."
 		} else {
-			r.Reason = fmt.Sprintf("%s runs alone (auto); act, and the result is recorded.", st.Name)
+			r.Reason = st.Name + " runs alone (auto); act, and the result is recorded."
 		}
 	case ladder.LanePropose:
-		r.Reason = fmt.Sprintf("%s is in propose: send your proposal and wait; a person approves it before anything runs.", st.Name)
+		r.Reason = st.Name + " is in propose: send your proposal and wait; a person approves it before anything runs."
 	case ladder.LaneShadow:
-		r.Reason = fmt.Sprintf("%s is in shadow: a person handles this item, and your output is compared with theirs.", st.Name)
+		r.Reason = st.Name + " is in shadow: a person handles this item, and your output is compared with theirs."
 	default:
-		r.Reason = fmt.Sprintf("%s is human-only: a person handles this item.", st.Name)
+		r.Reason = st.Name + " is human-only: a person handles this item."
 	}
 	return r
 }
