@@ -300,8 +300,7 @@ func (r CallResult) AppendJSON(dst []byte) ([]byte, error) {
 	d.strOmit("gate_decision_id", r.GateDecisionID)
 	d.intOmit("audit_seq", r.AuditSeq)
 	if r.Replayed {
-		d.key("replayed")
-		d.b = append(d.b, "true"...)
+		d.bool("replayed", true)
 	}
 	d.rawOmit("proposal", r.Proposal)
 	return d.done(r)
