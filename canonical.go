@@ -2,6 +2,8 @@ package ladder
 
 import (
 	"bytes"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -9,8 +11,8 @@ import (
 // nothing but space after it) to dst without decoding it into Go values,
 // which is what CanonicalJSON's reference path costs: every audit record's
 // data passes through it twice (when the entry is made and when the store
-// writes it). It only handles the common document — strings without
-// escapes or U+2028/U+2029, keys unique within their object — and reports
+// writes it). It handles the common document — valid UTF-8, keys written
+// as they are (no escape) and unique within their object — and reports
 // false for anything else (including malformed JSON), so the caller falls
 // back to the reference path; FuzzCanonicalFast requires the two to agree
 // whenever the fast one answers.
@@ -67,6 +69,12 @@ func (a *auditStep) note(key, value []byte) {
 	}
 }
 
+// names reports whether note would take a member with key (the keys its
+// switch matches).
+func (a *auditStep) names(key []byte) bool {
+	return bytes.EqualFold(key, []byte("queue")) || bytes.EqualFold(key, []byte("step"))
+}
+
 // value copies the value at in[i:] to out and returns the index after it.
 func (c *canonicalizer) value(i, depth int) (int, bool) {
 	if i >= len(c.in) || depth > canonicalMaxDepth {
@@ -78,7 +86,8 @@ func (c *canonicalizer) value(i, depth int) (int, bool) {
 	case b == '[':
 		return c.array(i, depth)
 	case b == '"':
-		return c.str(i)
+		i, _, ok := c.str(i)
+		return i, ok
 	case b == '-' || ('0' <= b && b <= '9'):
 		return c.number(i)
 	case bytes.HasPrefix(c.in[i:], []byte("true")):
@@ -107,9 +116,12 @@ func (c *canonicalizer) delimited(i int) bool {
 	return false
 }
 
-// str copies a string that encoding/json would write back byte for byte:
-// no escapes, no control characters, valid UTF-8, no U+2028/U+2029.
-func (c *canonicalizer) str(i int) (int, bool) {
+// str copies a string to out as the reference path writes it back. Most
+// strings are copied byte for byte; one with an escape or a raw U+2028 or
+// U+2029 is written again from its value (strRewrite). verbatim reports
+// the first case, in which the bytes between the quotes are the string's
+// value. Invalid UTF-8 and malformed strings are handed over (ok false).
+func (c *canonicalizer) str(i int) (next int, verbatim, ok bool) {
 	j := i + 1
 	for j < len(c.in) {
 		if j += plainRun(c.in[j:]); j >= len(c.in) {
@@ -119,18 +131,151 @@ func (c *canonicalizer) str(i int) (int, bool) {
 		switch {
 		case b == '"':
 			c.out = append(c.out, c.in[i:j+1]...)
-			return j + 1, true
-		case b == '\\' || b < 0x20:
-			return j, false
+			return j + 1, true, true
+		case b == '\\':
+			c.out = append(c.out, c.in[i:j]...)
+			return c.strRewrite(j)
+		case b < 0x20:
+			return j, false, false
 		default: // plainRun stops at ASCII only for the three above
 			r, n := utf8.DecodeRune(c.in[j:])
-			if r == utf8.RuneError && n == 1 || r == '\u2028' || r == '\u2029' {
-				return j, false
+			if r == utf8.RuneError && n == 1 {
+				return j, false, false
+			}
+			if r == '\u2028' || r == '\u2029' {
+				c.out = append(c.out, c.in[i:j]...)
+				return c.strRewrite(j)
 			}
 			j += n
 		}
 	}
-	return j, false
+	return j, false, false
+}
+
+// strRewrite finishes str from in[j], the first byte the reference path
+// writes differently, with out holding the string up to it: each escape is
+// decoded as encoding/json decodes it and every character written as
+// json.Encoder writes it with HTML escaping off (appendCanonicalRune). A
+// note, a memo or a payload with a newline or a quote in it took the
+// reference path's decode and encode, ten times the cost (BENCHMARKS.md,
+// issue 22, session 15).
+func (c *canonicalizer) strRewrite(j int) (next int, verbatim, ok bool) {
+	for j < len(c.in) {
+		k := j + plainRun(c.in[j:])
+		c.out = append(c.out, c.in[j:k]...)
+		if j = k; j >= len(c.in) {
+			break
+		}
+		var r rune
+		n := 0
+		switch b := c.in[j]; {
+		case b == '"':
+			c.out = append(c.out, '"')
+			return j + 1, false, true
+		case b < 0x20:
+			return j, false, false
+		case b == '\\':
+			r, n = unescapeJSON(c.in[j:])
+		default:
+			if r, n = utf8.DecodeRune(c.in[j:]); r == utf8.RuneError && n == 1 {
+				n = 0
+			}
+		}
+		if n == 0 {
+			return j, false, false
+		}
+		c.out = appendCanonicalRune(c.out, r)
+		j += n
+	}
+	return j, false, false
+}
+
+// unescapeJSON decodes the escape at the start of s (s[0] is '\\') as
+// encoding/json does: a surrogate pair's two escapes make one character,
+// an unpaired surrogate is U+FFFD. It returns the character and the bytes
+// it took, 0 for an escape the JSON grammar does not allow.
+func unescapeJSON(s []byte) (rune, int) {
+	if len(s) < 2 {
+		return 0, 0
+	}
+	switch s[1] {
+	case '"', '\\', '/':
+		return rune(s[1]), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r := hex4(s)
+		if r < 0 {
+			return 0, 0
+		}
+		if utf16.IsSurrogate(r) {
+			if len(s) >= 12 && s[6] == '\\' {
+				if d := utf16.DecodeRune(r, hex4(s[6:])); d != unicode.ReplacementChar {
+					return d, 12
+				}
+			}
+			return unicode.ReplacementChar, 6
+		}
+		return r, 6
+	}
+	return 0, 0
+}
+
+// hex4 is the character of a \uXXXX escape at the start of s, or -1.
+func hex4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, h := range s[2:6] {
+		switch {
+		case '0' <= h && h <= '9':
+			h -= '0'
+		case 'a' <= h && h <= 'f':
+			h -= 'a' - 10
+		case 'A' <= h && h <= 'F':
+			h -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(h)
+	}
+	return r
+}
+
+// appendCanonicalRune appends r as json.Encoder writes it inside a string
+// with HTML escaping off: the quote, the backslash and control characters
+// escaped (\b, \f, \n, \r, \t by name, the others as \u00xx), U+2028
+// and U+2029 escaped, everything else as its UTF-8.
+func appendCanonicalRune(dst []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	switch {
+	case r == '"' || r == '\\':
+		return append(dst, '\\', byte(r))
+	case r == '\b':
+		return append(dst, '\\', 'b')
+	case r == '\f':
+		return append(dst, '\\', 'f')
+	case r == '\n':
+		return append(dst, '\\', 'n')
+	case r == '\r':
+		return append(dst, '\\', 'r')
+	case r == '\t':
+		return append(dst, '\\', 't')
+	case r < 0x20:
+		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+	case r == '\u2028' || r == '\u2029':
+		return append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+	}
+	return utf8.AppendRune(dst, r)
 }
 
 // number copies a number literal as it is (the reference path decodes with
@@ -192,8 +337,10 @@ func (c *canonicalizer) object(i, depth int) (int, bool) {
 			return i, false
 		}
 		m := member{start: len(c.out), key: len(c.out) + 1}
-		var ok bool
-		if i, ok = c.str(i); !ok {
+		var ok, verbatim bool
+		// Keys are sorted and compared as written, which is their order
+		// and equality only when they are written as they are.
+		if i, verbatim, ok = c.str(i); !ok || !verbatim {
 			return i, false
 		}
 		m.keyEnd = len(c.out) - 1
@@ -203,11 +350,19 @@ func (c *canonicalizer) object(i, depth int) (int, bool) {
 		}
 		c.out = append(c.out, ':')
 		v := len(c.out)
-		if i, ok = c.value(c.space(i+1), depth+1); !ok {
+		if i = c.space(i + 1); i < len(c.in) && c.in[i] == '"' {
+			i, verbatim, ok = c.str(i)
+		} else {
+			i, ok = c.value(i, depth+1)
+		}
+		if !ok {
 			return i, false
 		}
 		m.end = len(c.out)
 		if depth == 0 && c.step != nil && c.out[v] == '"' {
+			if !verbatim && c.step.names(c.key(m)) {
+				return i, false // its value is not its bytes: the reference path reads it
+			}
 			c.step.note(c.key(m), c.out[v+1:m.end-1])
 		}
 		if n := len(members); n > 0 {

@@ -7,18 +7,32 @@ import (
 	"time"
 )
 
+// canonicalEscapeSeeds are documents whose strings the fast path writes
+// again rather than copies: escapes of every kind, surrogate pairs and
+// unpaired surrogates, raw U+2028 and U+2029.
+var canonicalEscapeSeeds = []string{
+	`{"memo":"first line\nsecond \"quoted\" \\ \/ \b\f\r\t","vendor":"AT\u0026T \u003cb\u003e"}`,
+	`["\u0000\u001f\u007f\u0080\u00e9\u2028\u2029\uFFFD\uabcd\uABCD"]`,
+	`["\ud83d\ude00","\ud800","\udc00","\ud800\ud800","\ud800x","\ude00\ud83d","\ud800\u0041"]`,
+	"[\"raw \u2028 and \u2029\",\"tab\\there\"]",
+	`{"a":"x\u0041"}`, `{"a":"<&>"}`, "{\"a\":\"\u2028\"}",
+}
+
 // canonicalSeeds are documents for the differential test and the fuzz
 // target: the common shapes, and the ones the fast path must hand over.
-var canonicalSeeds = []string{
+var canonicalSeeds = append([]string{
 	`{"step":"post_tms","item":"BENCH-1","lane":"auto","features":{"b":1,"a":[1,2.5e3,-0,true,false,null]}}`,
 	`{"z":1,"a":{"y":"é","x":"日本"},"m":[{"b":2,"a":1}]}`,
 	` [ 1 , 2 ] `,
 	`"plain"`, `12`, `-0.5E+3`, `true`, `null`, `{}`, `[]`, ``,
-	`{"a":1,"a":2}`, `{"b":1,"a":2,"a":3}`, `{"a":"x\u0041"}`, `{"a":"<&>"}`,
-	"{\"a\":\"\u2028\"}", "{\"a\":\"\xff\"}", `{"a":1} trailing`, `{"a":1}{}`,
+	`{"a":1,"a":2}`, `{"b":1,"a":2,"a":3}`, "{\"a\":\"\xff\"}", `{"a":1} trailing`, `{"a":1}{}`,
 	`{"a":01}`, `{"a":1.}`, `{"a":tru}`, `{"a":truex}`, `[1,]`, `{"a":1,}`, `{"a" 1}`,
 	`{"B":1,"a":2,"A":3,"b":4}`, `[[[[[[]]]]]]`, `1e400`, `{"":1," ":2}`,
-}
+	`["\'"]`, `["\x41"]`, `["\u12"]`, `["\u12g4"]`, `["\ud800\u12"]`, `["\`, `["a\"]`,
+	"[\"\\u00e9 then raw \xff\"]", "[\"\\n then control \x01\"]",
+	`{"a\nb":1}`, `{"\u0061":1,"a":2}`, "{\"\u2028\":1}",
+	`{"step":"a\nb","queue":"q\u0026"}`, `{"Step":"plain","note":"\"x\""}`,
+}, canonicalEscapeSeeds...)
 
 // TestCanonicalFastMatchesReference requires the fast path to produce what
 // the reference path does whenever it answers, and to answer for the
@@ -26,7 +40,14 @@ var canonicalSeeds = []string{
 func TestCanonicalFastMatchesReference(t *testing.T) {
 	answers := map[string]bool{
 		canonicalSeeds[0]: true, canonicalSeeds[1]: true, canonicalSeeds[2]: true,
-		`{"a":1,"a":2}`: false, `{"a":"x\u0041"}`: false, `{"a":1} trailing`: false, `{"a":01}`: false,
+		`{"a":1,"a":2}`: false, `{"a":1} trailing`: false, `{"a":01}`: false,
+		// Malformed escapes, invalid UTF-8 and keys with escapes are
+		// handed over (escapes in values are not: canonicalEscapeSeeds).
+		`["\'"]`: false, `["\u12g4"]`: false, `["a\"]`: false, "[\"\\u00e9 then raw \xff\"]": false,
+		`{"a\nb":1}`: false, `{"\u0061":1,"a":2}`: false, "{\"\u2028\":1}": false,
+	}
+	for _, s := range canonicalEscapeSeeds {
+		answers[s] = true
 	}
 	for _, s := range canonicalSeeds {
 		got, ok := canonicalFast(nil, []byte(s))

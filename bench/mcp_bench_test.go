@@ -65,8 +65,14 @@ const ledgerTool = "ticket6:readLedger"
 // answer that is not a 200 JSON-RPC result.
 func benchHandler(b *testing.B, h http.Handler, tool, auth string) {
 	b.Helper()
+	benchBodies(b, h, tool, auth, func(n int64) string { return callBody(tool, n) })
+}
+
+// benchBodies is benchHandler with the requests written by body.
+func benchBodies(b *testing.B, h http.Handler, tool, auth string, body func(n int64) string) {
+	b.Helper()
 	inParallel(b, func(n int64) {
-		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(callBody(tool, n)))
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body(n)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
@@ -116,6 +122,20 @@ func BenchmarkBareSDK(b *testing.B) {
 func BenchmarkLadderRouteItem(b *testing.B) {
 	h, token := ladderHandler(b, "vantrow-bills", nil)
 	benchHandler(b, h, "route_item", "Bearer "+token)
+}
+
+// BenchmarkLadderRouteItemText is BenchmarkLadderRouteItem with the text
+// real items carry: an ampersand in the item (which json.Marshal escapes in
+// the route's audit data) and features whose strings hold escapes (a
+// newline, quotes). Without the canonicalizer's escape handling such a
+// call cost half again as many instructions (BENCHMARKS.md, issue 22,
+// session 15).
+func BenchmarkLadderRouteItemText(b *testing.B) {
+	h, token := ladderHandler(b, "vantrow-bills", nil)
+	benchBodies(b, h, "route_item", "Bearer "+token, func(n int64) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.FormatInt(n, 10) + `,"method":"tools/call","params":{"name":"route_item","arguments":` +
+			`{"step":"post_tms","item":"R&D-` + strconv.FormatInt(n, 10) + `","features":{"vendor":"AT&T","memo":"first line\nsecond \"quoted\""}}}}`
+	})
 }
 
 // BenchmarkLadderCapability is the whole handler answering
