@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"bytes"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -86,6 +87,38 @@ func JSONPlainString(v []byte) (string, bool) {
 		return "", false
 	}
 	return string(s), true
+}
+
+// JSONString is JSONPlainString for a string with escapes too: it returns
+// the string encoding/json reads from v, decoding each escape as it does.
+// It reports false, for the caller's own decoder to decide, on invalid
+// UTF-8 and on an unpaired UTF-16 surrogate escape (which encoding/json
+// reads as U+FFFD and strictjson refuses). v must be a string token
+// JSONObjectMembers gave, whose grammar it has checked.
+func JSONString(v []byte) (string, bool) {
+	if s, ok := JSONPlainString(v); ok {
+		return s, true
+	}
+	if len(v) < 2 || v[0] != '"' || !utf8.Valid(v) {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	out := make([]byte, 0, len(in))
+	for len(in) > 0 {
+		i := bytes.IndexByte(in, '\\')
+		if i < 0 {
+			out = append(out, in...)
+			break
+		}
+		out = append(out, in[:i]...)
+		r, n := unescapeJSON(in[i:])
+		if n == 0 || n == 6 && utf16.IsSurrogate(hex4(in[i:])) {
+			return "", false // malformed, or a surrogate without its pair
+		}
+		out = utf8.AppendRune(out, r)
+		in = in[i+n:]
+	}
+	return string(out), true
 }
 
 // jsonScan checks JSON grammar without keeping anything.

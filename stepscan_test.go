@@ -1,7 +1,10 @@
 package ladder
 
 import (
+	"encoding/json"
+	"regexp"
 	"testing"
+	"unicode/utf8"
 )
 
 // stepSeeds are records and near-records for the step fast path: the
@@ -89,6 +92,59 @@ func FuzzAuditStepFast(f *testing.F) {
 		}
 		if rq, rs := auditStepReference(data); q != rq || s != rs {
 			t.Fatalf("auditStepFast(%q) = %q, %q; encoding/json %q, %q", data, q, s, rq, rs)
+		}
+	})
+}
+
+// jsonStringSeeds are string tokens for TestJSONString and FuzzJSONString.
+var jsonStringSeeds = []string{
+	`"plain"`, `""`, `"é日本"`, `"a\nb"`, `"\"\\\/\b\f\n\r\t"`, `"M\u00fcller"`, `"\u0000\u001F\u007f"`,
+	`"\ud83d\ude00"`, `"\uD83D\uDE00x"`, `"\ufffd"`, `"\u2028\u2029"`, "\"raw \u2028\"",
+	`"\ud800"`, `"\udc00"`, `"\ud800\ud800"`, `"\ude00\ud83d"`, `"\ud800x"`, `"\ud800\u0041"`, "\"\xff\"", "\"\\n\xff\"",
+}
+
+// TestJSONString: JSONString reads what encoding/json reads, and answers
+// for every string but one with invalid UTF-8 or an unpaired surrogate.
+func TestJSONString(t *testing.T) {
+	declined := map[string]bool{`"\ud800"`: true, `"\udc00"`: true, `"\ud800\ud800"`: true, `"\ude00\ud83d"`: true,
+		`"\ud800x"`: true, `"\ud800\u0041"`: true, "\"\xff\"": true, "\"\\n\xff\"": true}
+	for _, s := range jsonStringSeeds {
+		got, ok := JSONString([]byte(s))
+		if ok == declined[s] {
+			t.Errorf("JSONString(%q) answered %v", s, ok)
+			continue
+		}
+		var want string
+		if err := json.Unmarshal([]byte(s), &want); ok && (err != nil || got != want) {
+			t.Errorf("JSONString(%q) = %q; encoding/json %q (%v)", s, got, want, err)
+		}
+	}
+}
+
+// surrogateEscape finds a surrogate escape, paired or not: a string
+// FuzzJSONString sees declined must have one or invalid UTF-8.
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F]`)
+
+// FuzzJSONString: whatever JSONString reads, encoding/json reads alike; it
+// declines only strings with invalid UTF-8 or a surrogate escape.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range jsonStringSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' || !json.Valid(data) {
+			return // not a string token: JSONObjectMembers never gives one
+		}
+		got, ok := JSONString(data)
+		if !ok {
+			if utf8.Valid(data) && !surrogateEscape.Match(data) {
+				t.Fatalf("JSONString(%q) declined a valid string", data)
+			}
+			return
+		}
+		var want string
+		if err := json.Unmarshal(data, &want); err != nil || got != want {
+			t.Fatalf("JSONString(%q) = %q; encoding/json %q (%v)", data, got, want, err)
 		}
 	})
 }

@@ -26,8 +26,9 @@ const maxFlatFields = 4
 // the keys against the type by reflection and then runs json.Unmarshal,
 // which scans the bytes twice more; for a request that is one object
 // whose every key is, exactly and unescaped, one of fields' names at most
-// once, and whose string members hold no escape and only valid UTF-8,
-// decodeFlat reads the same values in one scan (ladder.JSONObjectMembers,
+// once, and whose string members are valid UTF-8 without an unpaired
+// surrogate escape (ladder.JSONString), decodeFlat reads the same values
+// in one scan (ladder.JSONObjectMembers,
 // which checks the grammar as encoding/json does). It reports whether it
 // did; when it did not, it changed nothing and the caller takes
 // UnmarshalChecked, which decides (and words) everything else.
@@ -51,7 +52,7 @@ func decodeFlat(data []byte, fields []flatField) bool {
 				return false
 			}
 			if fields[i].str != nil {
-				s, plain := ladder.JSONPlainString(value)
+				s, plain := ladder.JSONString(value)
 				if !plain {
 					return false
 				}

@@ -51,6 +51,7 @@ func TestDecodeFlatReadsUsualRequests(t *testing.T) {
 		`{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ticket6:readLedger","arguments":{"program":"p"},"_meta":{"progressToken":1}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"é—日本"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`, // escaped strings are read too
 	} {
 		var fast, ref envelope
 		if !decodeFlat([]byte(body), envelopeFields(&fast)) {
@@ -73,6 +74,9 @@ func TestDecodeFlatReadsUsualRequests(t *testing.T) {
 		`{"step":"post_tms","item":"B-1"}`,
 		` { "queue" : "bills", "step" : "post_tms", "item" : "B-1", "features" : {"weight": 1.50} } `,
 		`{"step":"post_tms","item":"B-1","features":null}`,
+		// Escapes as clients write them: Python's json.dumps (non-ASCII as
+		// \u), PHP's json_encode (\/), quotes, a surrogate pair.
+		`{"step":"post_tms","item":"M\u00fcller \"7\" INV\/2026 \ud83d\ude00 \n\t\u0000"}`,
 	} {
 		var fast, ref ladder.RouteRequest
 		if !decodeFlat([]byte(args), routeRequestFields(&fast)) {
@@ -86,7 +90,8 @@ func TestDecodeFlatReadsUsualRequests(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","x":1}`,     // an unknown key
 		`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`,       // a repeated key
 		`{"jsonrpc":"2.0","id":1,"m\u0065thod":"tools/list"}`,      // an escaped key
-		`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`,          // an escaped string
+		`{"jsonrpc":"2.0","id":1,"method":"a\ud800"}`,              // an unpaired surrogate
+		`{"jsonrpc":"2.0","id":1,"method":"\udc00\ud800"}`,         // a pair in the wrong order
 		`{"jsonrpc":"2.0","id":1,"method":null}`,                   // not a string
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",       // invalid UTF-8
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`,         // not an object
@@ -121,6 +126,8 @@ func FuzzDecodeFlat(f *testing.F) {
 		`{}`, ` {} `, `null`, `[]`, `{"id":1e400}`,
 		"{\"name\":\"\xed\xa0\x80\"}",
 		"{\"name\":\"a\u2028b\"}",
+		`{"step":"post_tms","item":"M\u00fcller \"7\" INV\/2026 \ud83d\ude00 \b\f\r"}`,
+		`{"name":"\ud800","arguments":{}}`, `{"name":"\ud800\udc00x\udc00"}`, `{"item":"\ud83d\u0041"}`,
 	} {
 		f.Add([]byte(s))
 	}
