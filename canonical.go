@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"bytes"
+	"slices"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -398,14 +399,25 @@ func (c *canonicalizer) object(i, depth int) (int, bool) {
 
 func (c *canonicalizer) key(m member) []byte { return c.out[m.key:m.keyEnd] }
 
+// insertionSortMax is the most members reorder sorts by insertion, which
+// is quadratic: past it, slices.SortFunc.
+const insertionSortMax = 16
+
 // reorder rewrites an object's members, already in out, in key order. It
 // reports false on a duplicate key.
 func (c *canonicalizer) reorder(members []member) bool {
-	// Insertion sort: objects are small, and it needs no closure.
-	for a := 1; a < len(members); a++ {
-		for b := a; b > 0 && bytes.Compare(c.key(members[b-1]), c.key(members[b])) > 0; b-- {
-			members[b-1], members[b] = members[b], members[b-1]
+	if len(members) <= insertionSortMax {
+		// Insertion sort: most objects are small, and it needs no closure.
+		for a := 1; a < len(members); a++ {
+			for b := a; b > 0 && bytes.Compare(c.key(members[b-1]), c.key(members[b])) > 0; b-- {
+				members[b-1], members[b] = members[b], members[b-1]
+			}
 		}
+	} else {
+		// An agent chooses the keys of its features and payloads: an
+		// object of 60,000 keys in reverse order, sorted by insertion, cost
+		// 13 s of CPU a request (BENCHMARKS.md, issue 22, session 15).
+		slices.SortFunc(members, func(x, y member) int { return bytes.Compare(c.key(x), c.key(y)) })
 	}
 	for a := 1; a < len(members); a++ {
 		if bytes.Equal(c.key(members[a-1]), c.key(members[a])) {

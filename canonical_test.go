@@ -3,6 +3,8 @@ package ladder
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,7 +34,21 @@ var canonicalSeeds = append([]string{
 	"[\"\\u00e9 then raw \xff\"]", "[\"\\n then control \x01\"]",
 	`{"a\nb":1}`, `{"\u0061":1,"a":2}`, "{\"\u2028\":1}",
 	`{"step":"a\nb","queue":"q\u0026"}`, `{"Step":"plain","note":"\"x\""}`,
-}, canonicalEscapeSeeds...)
+}, append(canonicalEscapeSeeds, manyKeys(40, -1), `[`+manyKeys(17, 7)+`,{"b":`+manyKeys(100, -1)+`}]`)...)
+
+// manyKeys is an object of n members with keys in reverse order, past
+// reorder's insertion sort; dup, if positive, is a key written twice.
+func manyKeys(n, dup int) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := n; i > 0; i-- {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		if i == dup {
+			fmt.Fprintf(&b, `"k%d":"again",`, i)
+		}
+	}
+	return strings.TrimSuffix(b.String(), ",") + "}"
+}
 
 // TestCanonicalFastMatchesReference requires the fast path to produce what
 // the reference path does whenever it answers, and to answer for the
@@ -49,6 +65,8 @@ func TestCanonicalFastMatchesReference(t *testing.T) {
 	for _, s := range canonicalEscapeSeeds {
 		answers[s] = true
 	}
+	answers[manyKeys(40, -1)] = true                                     // sorted by slices.SortFunc
+	answers[`[`+manyKeys(17, 7)+`,{"b":`+manyKeys(100, -1)+`}]`] = false // a duplicate among many
 	for _, s := range canonicalSeeds {
 		got, ok := canonicalFast(nil, []byte(s))
 		if want, listed := answers[s]; listed && ok != want {
