@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -103,22 +104,23 @@ func JSONString(v []byte) (string, bool) {
 		return "", false
 	}
 	in := v[1 : len(v)-1]
-	out := make([]byte, 0, len(in))
+	var out strings.Builder // one allocation: the decoded string is never longer
+	out.Grow(len(in))
 	for len(in) > 0 {
 		i := bytes.IndexByte(in, '\\')
 		if i < 0 {
-			out = append(out, in...)
+			out.Write(in)
 			break
 		}
-		out = append(out, in[:i]...)
+		out.Write(in[:i])
 		r, n := unescapeJSON(in[i:])
 		if n == 0 || n == 6 && utf16.IsSurrogate(hex4(in[i:])) {
 			return "", false // malformed, or a surrogate without its pair
 		}
-		out = utf8.AppendRune(out, r)
+		out.WriteRune(r)
 		in = in[i+n:]
 	}
-	return string(out), true
+	return out.String(), true
 }
 
 // jsonScan checks JSON grammar without keeping anything.

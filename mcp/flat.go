@@ -28,8 +28,8 @@ const maxFlatFields = 4
 // whose every key is, exactly and unescaped, one of fields' names at most
 // once, and whose string members are valid UTF-8 without an unpaired
 // surrogate escape (ladder.JSONString), decodeFlat reads the same values
-// in one scan (ladder.JSONObjectMembers,
-// which checks the grammar as encoding/json does). It reports whether it
+// in one scan (ladder.JSONObjectMembers, which checks the grammar as
+// encoding/json does). It reports whether it
 // did; when it did not, it changed nothing and the caller takes
 // UnmarshalChecked, which decides (and words) everything else.
 // FuzzDecodeFlat holds it to UnmarshalChecked.
