@@ -178,3 +178,22 @@ func FuzzCanonicalAuditData(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCanonicalManyKeys canonicalises objects of many keys in reverse
+// order, which an agent's features or an upstream's answer may hold: the
+// sort must stay O(n log n) (an insertion sort took 2.6 s at 40,000 keys;
+// BENCHMARKS.md, issue 22, session 15).
+func BenchmarkCanonicalManyKeys(b *testing.B) {
+	for _, n := range []int{16, 1000, 40000} {
+		doc := []byte(manyKeys(n, -1))
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := CanonicalJSON(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
