@@ -55,25 +55,28 @@ type auditStep struct {
 	queueKey, stepKey string // "" while none seen; a key is never ""
 }
 
-// note takes the member key: value (a string's contents, which the fast
-// path only passes unescaped, so its bytes are its value).
-func (a *auditStep) note(key, value []byte) {
+// note takes the member key: value, a string whose contents are value's
+// bytes when verbatim. It reports false for a queue or step member whose
+// value was written again from escapes (not its bytes), which the
+// reference path must then read.
+func (a *auditStep) note(key, value []byte, verbatim bool) bool {
 	switch {
 	case bytes.EqualFold(key, []byte("queue")):
+		if !verbatim {
+			return false
+		}
 		if a.queueKey == "" || string(key) > a.queueKey {
 			a.queueKey, a.queue = string(key), string(value)
 		}
 	case bytes.EqualFold(key, []byte("step")):
+		if !verbatim {
+			return false
+		}
 		if a.stepKey == "" || string(key) > a.stepKey {
 			a.stepKey, a.step = string(key), string(value)
 		}
 	}
-}
-
-// names reports whether note would take a member with key (the keys its
-// switch matches).
-func (a *auditStep) names(key []byte) bool {
-	return bytes.EqualFold(key, []byte("queue")) || bytes.EqualFold(key, []byte("step"))
+	return true
 }
 
 // value copies the value at in[i:] to out and returns the index after it.
@@ -361,10 +364,9 @@ func (c *canonicalizer) object(i, depth int) (int, bool) {
 		}
 		m.end = len(c.out)
 		if depth == 0 && c.step != nil && c.out[v] == '"' {
-			if !verbatim && c.step.names(c.key(m)) {
-				return i, false // its value is not its bytes: the reference path reads it
+			if !c.step.note(c.key(m), c.out[v+1:m.end-1], verbatim) {
+				return i, false
 			}
-			c.step.note(c.key(m), c.out[v+1:m.end-1])
 		}
 		if n := len(members); n > 0 {
 			switch bytes.Compare(c.key(members[n-1]), c.key(m)) {

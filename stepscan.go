@@ -254,13 +254,8 @@ func (s *jsonScan) str(i int) (end int, escaped, ok bool) {
 			switch s.in[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if j+4 >= len(s.in) {
+				if hex4(s.in[j-1:]) < 0 {
 					return j, escaped, false
-				}
-				for _, h := range s.in[j+1 : j+5] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return j, escaped, false
-					}
 				}
 				j += 4
 			default:
