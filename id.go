@@ -8,10 +8,13 @@ import (
 	"time"
 )
 
-// idEncoding is base32 with the "extended hex" alphabet (0-9, a-v once
-// lowercased), whose characters sort in the order of the values they
+// idEncoding is base32 with the "extended hex" alphabet in lower case
+// (0-9, a-v), whose characters sort in the order of the values they
 // encode: ids compare as their bytes do.
-var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
+var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+// idLen is the length of an id's encoded part: 16 bytes in base32.
+const idLen = 26
 
 // NewID returns an id with a readable prefix ("rt", "rv", "ap", …): the
 // creation time in milliseconds, then 80 random bits, so ids cannot be
@@ -32,7 +35,15 @@ func newIDAt(prefix string, t time.Time) string {
 	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails on supported platforms
-	return prefix + "_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+	var enc [idLen]byte
+	idEncoding.Encode(enc[:], b[:])
+	// One allocation: every record of every call takes an id.
+	var sb strings.Builder
+	sb.Grow(len(prefix) + 1 + idLen)
+	sb.WriteString(prefix)
+	sb.WriteByte('_')
+	sb.Write(enc[:])
+	return sb.String()
 }
 
 // ISOWeek returns t's ISO week as "2026-W35" and the Monday 00:00 UTC that

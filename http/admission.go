@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/tracing"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 			return refuse(ladder.AsError(err))
 		}
 	} else if rest {
-		if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+		if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
 			return refuse(berr)
 		}
 		_, err := s.svc.Authenticate(r.Context(), "")
@@ -152,7 +153,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	}
 
 	if hasBody {
-		ct := r.Header.Get("Content-Type")
+		ct := mcpwire.HeaderValue(r.Header, "Content-Type")
 		switch {
 		case rest && path == "/v1/import":
 			// An import's body is a file, JSON lines or CSV; its handler
@@ -328,6 +329,9 @@ func freeSlot(c chan struct{}) {
 // mediaType returns the media type of a Content-Type value without its
 // parameters, or "" when there is none or it does not parse.
 func mediaType(ct string) string {
+	if ct == "application/json" {
+		return ct // nearly every request's; ParseMediaType would build a map to say so
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return ""

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/ladderhq/ladder/internal/mcpwire"
 )
 
 // CORS for browser-based MCP clients (the MCP Inspector's web UI, agents
@@ -51,7 +53,7 @@ func OriginAllowed(origin, host string, allowed []string) bool {
 // credentials and no body, and costs nothing to answer).
 func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
+		origin := mcpwire.HeaderValue(r.Header, "Origin")
 		path := r.URL.Path
 		metadata := path == metadataPrefix || strings.HasPrefix(path, metadataPrefix+"/")
 		if origin == "" || (!metadata && path != "/mcp") {

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/internal/strictjson"
 	"github.com/ladderhq/ladder/internal/tracing"
@@ -258,7 +259,7 @@ func principal(r *http.Request) ladder.Principal {
 
 // bearer returns the bearer token of r, or "".
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	h := mcpwire.HeaderValue(r.Header, "Authorization")
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}
@@ -272,7 +273,7 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		// the request did not come through it.
 		p, ok := r.Context().Value(principalKey{}).(ladder.Principal)
 		if !ok {
-			if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+			if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
 				return berr
 			}
 			var err error

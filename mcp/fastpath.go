@@ -43,7 +43,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 
 // answerCall runs a tools/call and writes its answer in the SDK's framing.
 func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
-	stateless := r.Header.Get(mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol
+	stateless := mcpwire.HeaderValue(r.Header, mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol
 	res, err := run(ctx, p, args)
 	if kr, ok := err.(keyRefused); ok {
 		h.refuseKey(w, r, id, kr.e)
@@ -67,8 +67,11 @@ func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http
 		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "The server could not frame its answer to this call.", Hint: "retry; if it persists, report it with the time of the call"})
 		return
 	}
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
-	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+	// Header.Set twice, in one allocation and without canonicalising the
+	// names; each value is a slice of its own (capacity 1), as Set makes.
+	vals := []string{"no-cache, no-transform", mcpwire.ContentTypeJSON}
+	hdr := w.Header()
+	hdr["Cache-Control"], hdr["Content-Type"] = vals[0:1:1], vals[1:2:2]
 	if stateless {
 		// SEP-2575 maps protocol-level errors to HTTP statuses
 		// (the SDK's extractErrorStatus).

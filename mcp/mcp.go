@@ -277,7 +277,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cerr := checkListCursor(env); cerr != nil {
 		status := http.StatusOK
-		if r.Header.Get(mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol {
+		if mcpwire.HeaderValue(r.Header, mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol {
 			status = http.StatusBadRequest // as the SDK maps -32602 for 2026-07-28
 		}
 		h.writeRPCError(w, status, env.ID, cerr)
@@ -323,12 +323,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body = rewritten
 			// The 2026-07-28 transport repeats the tool name in Mcp-Name;
 			// keep it equal to the rewritten body.
-			if r.Header.Get(mcpwire.HeaderName) != "" {
+			if mcpwire.HeaderValue(r.Header, mcpwire.HeaderName) != "" {
 				r.Header.Set(mcpwire.HeaderName, registered)
 			}
 		}
 	}
-	if r.Header.Get("Authorization") == "" {
+	if mcpwire.HeaderValue(r.Header, "Authorization") == "" {
 		// OpenWorkspace mode: the SDK's bearer check wants a header.
 		r.Header.Set("Authorization", "Bearer open-test")
 	}
@@ -377,10 +377,10 @@ func (h *Handler) startSpan(r *http.Request, env envelope) (*http.Request, traci
 		if tool != "" {
 			sp.Set(tracing.GenAIToolName.String(tool), tracing.GenAIOperation.String("execute_tool"))
 		}
-		if v := r.Header.Get(mcpwire.HeaderProtocolVersion); v != "" {
+		if v := mcpwire.HeaderValue(r.Header, mcpwire.HeaderProtocolVersion); v != "" {
 			sp.Set(tracing.MCPProtocol.String(v))
 		}
-		if id := r.Header.Get(mcpwire.HeaderSessionID); id != "" {
+		if id := mcpwire.HeaderValue(r.Header, mcpwire.HeaderSessionID); id != "" {
 			sp.Set(tracing.MCPSessionID.String(tracing.SessionID(id)))
 		}
 	}
@@ -507,7 +507,7 @@ var protocolVersions = sdk.SupportedProtocolVersions()
 // asks for an unknown version in its body is not refused: the lifecycle
 // spec has the server answer it with a version it speaks.
 func checkProtocolVersion(r *http.Request) *ladder.Error {
-	v := r.Header.Get(mcpwire.HeaderProtocolVersion)
+	v := mcpwire.HeaderValue(r.Header, mcpwire.HeaderProtocolVersion)
 	if v == "" || slices.Contains(protocolVersions, v) {
 		return nil
 	}
@@ -549,7 +549,7 @@ func checkListCursor(env envelope) *ladder.Error {
 // server's own host and the configured ones (DNS rebinding protection; the
 // SDK also refuses non-localhost Host headers arriving on loopback).
 func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
-	if lhttp.OriginAllowed(r.Header.Get("Origin"), r.Host, h.opts.AllowedOrigins) {
+	if lhttp.OriginAllowed(mcpwire.HeaderValue(r.Header, "Origin"), r.Host, h.opts.AllowedOrigins) {
 		return nil
 	}
 	return &ladder.Error{Code: ladder.CodeOriginRefused, Message: "The request's Origin is not allowed to call /mcp.", Hint: "this origin is not allowed to call /mcp; add it to server.allowed_origins"}
@@ -566,7 +566,7 @@ func (h *Handler) authenticate(r *http.Request) (_ ladder.Principal, hinted bool
 	if token == "" && h.opts.OpenWorkspace != "" && isLoopback(r.RemoteAddr) {
 		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, false, nil
 	}
-	if _, berr := ladder.BearerToken(r.Header.Get("Authorization")); berr != nil {
+	if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
 		return ladder.Principal{}, false, berr
 	}
 	p, hinted, verified := ladder.VerifiedKey(r.Context(), token)
@@ -638,7 +638,7 @@ func (h *Handler) refuseKey(w http.ResponseWriter, r *http.Request, id json.RawM
 }
 
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	h := mcpwire.HeaderValue(r.Header, "Authorization")
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}

@@ -23,9 +23,24 @@ const (
 	HeaderName        = "Mcp-Name"
 	HeaderParamPrefix = "Mcp-Param-"
 	// HeaderLastEventID resumes an event stream; a request that carries it
-	// is go-sdk's to answer.
-	HeaderLastEventID = "Last-Event-ID"
+	// is go-sdk's to answer. Written in canonical form ("Last-Event-ID" on
+	// the wire: header names are case-insensitive) so HeaderValue can look
+	// it up.
+	HeaderLastEventID = "Last-Event-Id"
 )
+
+// HeaderValue is h.Get(key) for a key already in canonical form
+// (textproto.CanonicalMIMEHeaderKey(key) == key), as every header name this
+// package and its callers look up is: it skips Get's canonicalising of key,
+// which costs a request ~450 instructions a lookup and a dozen lookups on
+// every MCP call (BENCHMARKS.md, "Issue 22 (session 16)"). net/http stores
+// a request's header names canonicalised, so the answer is Get's.
+func HeaderValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // Media types of the transport, and the Accept header a client sends: it
 // takes the answer as one JSON body or as an event stream.
@@ -72,10 +87,14 @@ func NewPost(ctx context.Context, url string, body []byte, version, session stri
 
 // Accepts is go-sdk's reading of a request's Accept header values
 // (streamableAccepts): whether they take a JSON body and an event stream.
+// It walks the values with strings.Cut where go-sdk splits them, so no
+// slice is made; each token is read the same way.
 func Accepts(values []string) (jsonOK, streamOK bool) {
 	for _, value := range values {
-		for _, raw := range strings.Split(value, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+		for value != "" {
+			var raw string
+			raw, value, _ = strings.Cut(value, ",")
+			base, _, _ := strings.Cut(raw, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
 				jsonOK = true
@@ -96,7 +115,7 @@ func Accepts(values []string) (jsonOK, streamOK bool) {
 // refuses unknown keys, duplicate and case-variant keys, and invalid
 // UTF-8.
 func PlainCall(r *http.Request, id json.RawMessage, cp CallParams) bool {
-	switch v := r.Header.Get(HeaderProtocolVersion); {
+	switch v := HeaderValue(r.Header, HeaderProtocolVersion); {
 	case PlainProtocol(v):
 		if len(cp.Meta) > 0 {
 			return false
@@ -108,10 +127,10 @@ func PlainCall(r *http.Request, id json.RawMessage, cp CallParams) bool {
 	default:
 		return false
 	}
-	if r.Header.Get("Content-Type") != ContentTypeJSON || len(r.Header.Values(HeaderLastEventID)) > 0 {
+	if HeaderValue(r.Header, "Content-Type") != ContentTypeJSON || len(r.Header[HeaderLastEventID]) > 0 {
 		return false
 	}
-	if jsonOK, streamOK := Accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
+	if jsonOK, streamOK := Accepts(r.Header["Accept"]); !jsonOK || !streamOK {
 		return false
 	}
 	// go-sdk's DNS rebinding check: loopback listener, non-loopback Host.
@@ -130,7 +149,7 @@ func PlainCall(r *http.Request, id json.RawMessage, cp CallParams) bool {
 // version equal to the header, client capabilities of the right shape, and
 // optionally client info and a log level — nothing else.
 func statelessMetaOK(r *http.Request, cp CallParams) bool {
-	if r.Header.Get(HeaderMethod) != "tools/call" || r.Header.Get(HeaderName) != cp.Name {
+	if HeaderValue(r.Header, HeaderMethod) != "tools/call" || HeaderValue(r.Header, HeaderName) != cp.Name {
 		return false
 	}
 	for k := range r.Header {

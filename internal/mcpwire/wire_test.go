@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"slices"
 	"strings"
 	"testing"
@@ -179,6 +180,11 @@ func TestAccepts(t *testing.T) {
 		{"two header lines", []string{"application/json", "text/event-stream"}, true, true},
 		{"others", []string{"text/html, application/xml"}, false, false},
 		{"a prefix is not a match", []string{"application/jsonx, text/event-streams"}, false, false},
+		{"empty tokens", []string{"", ",, ;q=1,", " , application/json,"}, true, false},
+		// strings.ToLower maps U+0130 to 'i', so go-sdk takes this one.
+		{"a capital I with a dot", []string{"applİcation/json, text/event-stream"}, true, true},
+		// and maps U+017F (long s) to itself: no match, as in go-sdk.
+		{"a long s", []string{"application/jſon, text/event-stream"}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jsonOK, streamOK := mcpwire.Accepts(tc.values)
@@ -186,6 +192,28 @@ func TestAccepts(t *testing.T) {
 				t.Errorf("Accepts(%q) = %v, %v, want %v, %v", tc.values, jsonOK, streamOK, tc.jsonOK, tc.streamOK)
 			}
 		})
+	}
+}
+
+// TestHeaderValue: the header names looked up without canonicalising are
+// canonical, and HeaderValue answers as Header.Get for each, whatever case
+// the sender wrote the name in.
+func TestHeaderValue(t *testing.T) {
+	for _, key := range []string{mcpwire.HeaderProtocolVersion, mcpwire.HeaderSessionID, mcpwire.HeaderMethod, mcpwire.HeaderName, mcpwire.HeaderLastEventID, "Content-Type", "Accept", "Authorization", "Origin"} {
+		if c := textproto.CanonicalMIMEHeaderKey(key); c != key {
+			t.Errorf("%q is looked up as written, but its canonical form is %q", key, c)
+		}
+		for _, sent := range []string{key, strings.ToLower(key), strings.ToUpper(key)} {
+			h := http.Header{}
+			h.Add(sent, "v1")
+			h.Add(sent, "v2")
+			if got, want := mcpwire.HeaderValue(h, key), h.Get(key); got != want || got != "v1" {
+				t.Errorf("header sent as %q: HeaderValue(%q) = %q, Get = %q", sent, key, got, want)
+			}
+		}
+		if got := mcpwire.HeaderValue(http.Header{}, key); got != "" {
+			t.Errorf("HeaderValue(%q) of no headers = %q", key, got)
+		}
 	}
 }
 
