@@ -2,8 +2,12 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // ledgerAnswer is the demo stand-in ledger's answer to readLedger, as go-sdk
@@ -87,4 +91,25 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Fatalf("%q:\nfast    %+v %+v\nreference %+v %+v", data, got, got.Result, want, want.Result)
 		}
 	})
+}
+
+// TestReadAllMatchesReadAll: readAll reads what io.ReadAll over a
+// LimitReader reads, whether the body's stated size is right, unknown,
+// zero, at or past the limit, or short of the bytes that come.
+func TestReadAllMatchesReadAll(t *testing.T) {
+	const limit = 4096
+	for _, n := range []int{0, 1, 511, 512, 513, len(ledgerAnswer), limit - 1, limit, limit + 1, 3 * limit} {
+		body := strings.Repeat("x", n)
+		for _, size := range []int64{-1, 0, int64(n), int64(n) / 2, int64(n) + 7, limit - 1, limit, limit + 1} {
+			want, werr := io.ReadAll(io.LimitReader(strings.NewReader(body), limit))
+			got, gerr := readAll(iotest.OneByteReader(strings.NewReader(body)), size, limit)
+			if string(got) != string(want) || (gerr == nil) != (werr == nil) {
+				t.Errorf("%d bytes, stated %d: read %d bytes (%v), want %d (%v)", n, size, len(got), gerr, len(want), werr)
+			}
+		}
+	}
+	failing := io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(io.ErrUnexpectedEOF))
+	if got, err := readAll(failing, 10, limit); !errors.Is(err, io.ErrUnexpectedEOF) || string(got) != "abc" {
+		t.Errorf("a failing body: read %q, %v; want \"abc\" and the reader's error", got, err)
+	}
 }

@@ -94,7 +94,10 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	if resp.StatusCode == http.StatusNotFound && s.cs.ID() != "" {
 		return nil, fmt.Errorf("%w (HTTP 404 for session %s)", errSessionGone, s.cs.ID())
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := mcpwire.HeaderValue(resp.Header, "Content-Type")
+	if ct != mcpwire.ContentTypeJSON && ct != mcpwire.ContentTypeEventStream {
+		ct, _, _ = mime.ParseMediaType(ct) // parameters, case, spacing
+	}
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var m toolMessage
@@ -105,7 +108,7 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	}
 	switch ct {
 	case mcpwire.ContentTypeJSON:
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		data, err := readAll(resp.Body, resp.ContentLength, maxAnswer+1)
 		if err != nil {
 			return nil, fmt.Errorf("%w: reading the answer: %v", errSession, err)
 		}
@@ -121,6 +124,20 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 		return s.readStream(ctx, resp.Body, id)
 	}
 	return nil, fmt.Errorf("%w: unexpected content type %q", errSession, ct)
+}
+
+// readAll is io.ReadAll(io.LimitReader(r, limit)) in one allocation when
+// the body says its length (size, -1 when unknown): ReadAll starts at 512
+// bytes and copies the answer each time it grows. A body longer than it
+// said is read on, up to limit, as ReadAll would.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size <= 0 || size >= limit {
+		return io.ReadAll(io.LimitReader(r, limit))
+	}
+	var b bytes.Buffer
+	b.Grow(int(size) + bytes.MinRead) // room for the body and the read that finds its end
+	_, err := b.ReadFrom(io.LimitReader(r, limit))
+	return b.Bytes(), err
 }
 
 // post sends one JSON-RPC message on the session.

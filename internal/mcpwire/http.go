@@ -76,11 +76,13 @@ func NewPost(ctx context.Context, url string, body []byte, version, session stri
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", ContentTypeJSON)
-	req.Header.Set("Accept", Accept)
-	req.Header.Set(HeaderProtocolVersion, version)
+	// Header.Set for each, without canonicalising the (canonical) names
+	// and in one allocation; each value keeps a slice of its own.
+	vals := []string{ContentTypeJSON, Accept, version, session}
+	h := req.Header
+	h["Content-Type"], h["Accept"], h[HeaderProtocolVersion] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	if session != "" {
-		req.Header.Set(HeaderSessionID, session)
+		h[HeaderSessionID] = vals[3:4:4]
 	}
 	return req, nil
 }
