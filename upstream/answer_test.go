@@ -97,16 +97,21 @@ func FuzzDecodeAnswer(f *testing.F) {
 // LimitReader reads, whether the body's stated size is right, unknown,
 // zero, at or past the limit, or short of the bytes that come.
 func TestReadAllMatchesReadAll(t *testing.T) {
-	const limit = 4096
-	for _, n := range []int{0, 1, 511, 512, 513, len(ledgerAnswer), limit - 1, limit, limit + 1, 3 * limit} {
+	const limit = 2 * presizeMax
+	for _, n := range []int{0, 1, 511, 512, 513, len(ledgerAnswer), presizeMax, presizeMax + 1, limit - 1, limit, limit + 1, 3 * limit} {
 		body := strings.Repeat("x", n)
-		for _, size := range []int64{-1, 0, int64(n), int64(n) / 2, int64(n) + 7, limit - 1, limit, limit + 1} {
+		for _, size := range []int64{-1, 0, int64(n), int64(n) / 2, int64(n) + 7, presizeMax, presizeMax + 1, limit - 1, limit, limit + 1} {
 			want, werr := io.ReadAll(io.LimitReader(strings.NewReader(body), limit))
 			got, gerr := readAll(iotest.OneByteReader(strings.NewReader(body)), size, limit)
 			if string(got) != string(want) || (gerr == nil) != (werr == nil) {
 				t.Errorf("%d bytes, stated %d: read %d bytes (%v), want %d (%v)", n, size, len(got), gerr, len(want), werr)
 			}
 		}
+	}
+	// A stated length is not an allocation an upstream can ask for: past
+	// presizeMax, the buffer grows with what arrives.
+	if got, err := readAll(strings.NewReader("{}"), limit-1, limit); err != nil || string(got) != "{}" || cap(got) > 4096 {
+		t.Errorf("2 bytes stated as %d: read %q (%v) into %d bytes of capacity", limit-1, got, err, cap(got))
 	}
 	failing := io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(io.ErrUnexpectedEOF))
 	if got, err := readAll(failing, 10, limit); !errors.Is(err, io.ErrUnexpectedEOF) || string(got) != "abc" {

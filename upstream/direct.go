@@ -126,12 +126,19 @@ func (s *mcpSession) callTool(ctx context.Context, tool string, args json.RawMes
 	return nil, fmt.Errorf("%w: unexpected content type %q", errSession, ct)
 }
 
+// presizeMax is the largest stated length readAll allocates for before
+// the bytes arrive: an upstream that states 4 MiB and then sends nothing
+// would otherwise hold 4 MiB of ladder's memory a call until its timeout.
+// Tool answers are a few KiB; longer ones grow as ReadAll grows them.
+const presizeMax = 64 << 10
+
 // readAll is io.ReadAll(io.LimitReader(r, limit)) in one allocation when
-// the body says its length (size, -1 when unknown): ReadAll starts at 512
-// bytes and copies the answer each time it grows. A body longer than it
-// said is read on, up to limit, as ReadAll would.
+// the body says its length (size, -1 when unknown) and it is at most
+// presizeMax: ReadAll starts at 512 bytes and copies the answer each time
+// it grows. A body longer than it said is read on, up to limit, as
+// ReadAll would.
 func readAll(r io.Reader, size, limit int64) ([]byte, error) {
-	if size <= 0 || size >= limit {
+	if size <= 0 || size >= limit || size > presizeMax {
 		return io.ReadAll(io.LimitReader(r, limit))
 	}
 	var b bytes.Buffer
