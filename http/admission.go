@@ -116,7 +116,8 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 
 	var p ladder.Principal
 	authed, hinted := false, false
-	tok := bearer(r)
+	// One reading of the header: the token, or why there is none.
+	tok, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization"))
 	if tok != "" {
 		// Key lookups are bounded too: with a hung store they would pile
 		// up, unbounded, before any other cap.
@@ -145,7 +146,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 			return refuse(ladder.AsError(err))
 		}
 	} else if rest {
-		if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
+		if berr != nil {
 			return refuse(berr)
 		}
 		_, err := s.svc.Authenticate(r.Context(), "")

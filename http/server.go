@@ -257,15 +257,6 @@ func principal(r *http.Request) ladder.Principal {
 	return p
 }
 
-// bearer returns the bearer token of r, or "".
-func bearer(r *http.Request) string {
-	h := mcpwire.HeaderValue(r.Header, "Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
-}
-
 // auth wraps h so that it runs only for a valid key of one of the kinds.
 func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
@@ -273,11 +264,12 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		// the request did not come through it.
 		p, ok := r.Context().Value(principalKey{}).(ladder.Principal)
 		if !ok {
-			if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
+			tok, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization"))
+			if berr != nil {
 				return berr
 			}
 			var err error
-			if p, err = s.svc.Authenticate(r.Context(), bearer(r)); err != nil {
+			if p, err = s.svc.Authenticate(r.Context(), tok); err != nil {
 				return err
 			}
 		}

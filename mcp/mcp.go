@@ -562,11 +562,11 @@ func (h *Handler) checkOrigin(r *http.Request) *ladder.Error {
 // ladder.RequireActiveKey and its key be confirmed before any other
 // answer (checkedRun, confirmKey).
 func (h *Handler) authenticate(r *http.Request) (_ ladder.Principal, hinted bool, _ *ladder.Error) {
-	token := bearer(r)
+	token, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization"))
 	if token == "" && h.opts.OpenWorkspace != "" && isLoopback(r.RemoteAddr) {
 		return ladder.Principal{KeyID: "open-test", Workspace: h.opts.OpenWorkspace, Kind: ladder.KeyAgent}, false, nil
 	}
-	if _, berr := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization")); berr != nil {
+	if berr != nil {
 		return ladder.Principal{}, false, berr
 	}
 	p, hinted, verified := ladder.VerifiedKey(r.Context(), token)
@@ -635,14 +635,6 @@ func (h *Handler) refuseKey(w http.ResponseWriter, r *http.Request, id json.RawM
 		w.Header().Set("WWW-Authenticate", challenge(r.URL.Path, e))
 	}
 	h.writeRPCError(w, status, id, e)
-}
-
-func bearer(r *http.Request) string {
-	h := mcpwire.HeaderValue(r.Header, "Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }
 
 func isLoopback(addr string) bool {
