@@ -283,6 +283,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// WriteStats reports what the store's group commit has done: commits,
+// the writes in them, and its waits for more writes (metrics.StoreWrites).
+func (s *Store) WriteStats() groupcommit.Stats {
+	return s.batch.Stats()
+}
+
 // Close runs every write already queued, stops the listener (closing every
 // Subscribe channel) and closes the pool. Later calls fail with an error
 // wrapping ladder.ErrUnavailable. Close is safe to call more than once.

@@ -382,6 +382,16 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// WriteStats reports what the store's group commit has done: commits,
+// the writes in them, and its waits for more writes (metrics.StoreWrites).
+// A read-only store has no writer and reports zeros.
+func (s *Store) WriteStats() groupcommit.Stats {
+	if s.batch == nil {
+		return groupcommit.Stats{}
+	}
+	return s.batch.Stats()
+}
+
 // Close runs every write already queued, then closes the database. Later
 // calls fail with an error wrapping ladder.ErrUnavailable. Close is safe to
 // call more than once.

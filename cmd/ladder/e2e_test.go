@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +253,25 @@ func TestEndToEndMCP(t *testing.T) {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("/metrics lacks %s", want)
 			}
+		}
+		// The store's group commit: the calls above were written, each
+		// write in a commit, so there are commits and at least as many
+		// writes.
+		value := func(name string) float64 {
+			for line := range strings.Lines(string(body)) {
+				if rest, ok := strings.CutPrefix(line, name+" "); ok {
+					v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+					if err != nil {
+						t.Fatalf("/metrics: %s: %v", line, err)
+					}
+					return v
+				}
+			}
+			t.Fatalf("/metrics lacks %s", name)
+			return 0
+		}
+		if commits, writes := value("ladder_store_commits_total"), value("ladder_store_writes_total"); commits < 1 || writes < commits {
+			t.Errorf("/metrics: ladder_store_commits_total %v, ladder_store_writes_total %v; want commits, and at least one write each", commits, writes)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ladderhq/ladder/config"
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
+	"github.com/ladderhq/ladder/internal/groupcommit"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
@@ -181,6 +182,14 @@ type serveOptions struct {
 	mounts map[string]http.Handler
 }
 
+// writeStats is a store that reports its group commit; both do.
+type writeStats interface{ WriteStats() groupcommit.Stats }
+
+var (
+	_ writeStats = (*sqlite.Store)(nil)
+	_ writeStats = (*postgres.Store)(nil)
+)
+
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
 // in-flight requests finish.
 func serveStack(ctx context.Context, st *stack, o serveOptions) error {
@@ -194,6 +203,9 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	}
 	st.pool.Observe = metrics.UpstreamObserver(reg)
 	metrics.ResultsWaiting(reg, st.svc.ResultsWaiting)
+	if ws, ok := st.store.(writeStats); ok {
+		metrics.StoreWrites(reg, ws.WriteStats)
+	}
 	st.svc.ObserveLaneChanges(metrics.LaneChanges(reg))
 	metrics.OldestPendingApproval(reg, st.svc.OldestPendingApproval)
 	ln := o.listener

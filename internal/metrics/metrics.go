@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ladderhq/ladder/internal/groupcommit"
 )
 
 // Refusals returns the counter ladder_refusals_total{surface, code} of reg,
@@ -89,4 +91,32 @@ func ResultsWaiting(reg prometheus.Registerer, waiting func() int) {
 		Name: "ladder_call_results_waiting",
 		Help: "Results of calls that ran, held in memory because the store refused them, retried until it takes them (a replay on this replica answers from them).",
 	}, func() float64 { return float64(waiting()) }))
+}
+
+// StoreWrites registers the group commit's counters on reg, read from
+// stats: ladder_store_commits_total and ladder_store_writes_total (the
+// writes those commits carried; the rate of one over the other is the batch
+// size, which says how many callers share each sync), and
+// ladder_store_commit_waits_total{ended} (the waits for more writes before
+// a small commit, by whether more writes or the timer ended them). A nil
+// reg registers nothing.
+func StoreWrites(reg prometheus.Registerer, stats func() groupcommit.Stats) {
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ladder_store_commits_total",
+		Help: "Write transactions the store committed or tried to (group commit: each carries every write that arrived while the last one ran, and syncs once).",
+	}, func() float64 { return float64(stats().Batches) }))
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ladder_store_writes_total",
+		Help: "Writes the store ran in those transactions; its rate over ladder_store_commits_total's is the batch size.",
+	}, func() float64 { return float64(stats().Ops) }))
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "ladder_store_commit_waits_total",
+		Help:        "Waits for more writes before a small commit (the SQLite store's linger), ended by enough writes arriving.",
+		ConstLabels: prometheus.Labels{"ended": "writes"},
+	}, func() float64 { s := stats(); return float64(s.Lingers - s.Expired) }))
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "ladder_store_commit_waits_total",
+		Help:        "Waits for more writes before a small commit (the SQLite store's linger), ended by enough writes arriving.",
+		ConstLabels: prometheus.Labels{"ended": "timer"},
+	}, func() float64 { return float64(stats().Expired) }))
 }
