@@ -78,6 +78,7 @@ type Stats struct {
 	Ops     int64 // ops run in them
 	Lingers int64 // waits for more ops (Options.Linger)
 	Expired int64 // of them, those the timer ended
+	Grown   int64 // of them, those ended by ops arriving (or the queue closing)
 }
 
 // Batcher is a group-commit queue with one writer goroutine. Its methods
@@ -99,6 +100,7 @@ type Batcher[T any] struct {
 	ops     atomic.Int64
 	lingers atomic.Int64
 	expired atomic.Int64
+	grown   atomic.Int64
 }
 
 type request[T any] struct {
@@ -185,7 +187,7 @@ func (b *Batcher[T]) Close() error {
 
 // Stats returns how many batches and ops the Batcher has run so far.
 func (b *Batcher[T]) Stats() Stats {
-	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load(), Lingers: b.lingers.Load(), Expired: b.expired.Load()}
+	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load(), Lingers: b.lingers.Load(), Expired: b.expired.Load(), Grown: b.grown.Load()}
 }
 
 // loop is the writer goroutine: block for one op, take whatever else is
@@ -221,6 +223,7 @@ func (b *Batcher[T]) loop() {
 				}
 				b.lingers.Add(1)
 				if b.lingerFor(&batch, want, timer.C) {
+					b.grown.Add(1)
 					idle = 0
 				} else {
 					b.expired.Add(1)

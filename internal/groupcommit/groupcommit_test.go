@@ -330,6 +330,10 @@ func TestLingerGathersOneMoreThanLastBatch(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, sortedCopy(committed)); diff != "" {
 		t.Errorf("committed (-want +got):\n%s", diff)
 	}
+	// One linger, ended by the batch growing (the timer is an hour).
+	if st := b.Stats(); st.Lingers != 1 || st.Grown != 1 || st.Expired != 0 {
+		t.Errorf("lingers %d, grown %d, expired %d; want 1, 1, 0", st.Lingers, st.Grown, st.Expired)
+	}
 }
 
 func TestLoneCallerNeverLingers(t *testing.T) {
@@ -429,6 +433,10 @@ func TestLingerBacksOffForAFewSteadyCallers(t *testing.T) {
 	t.Logf("%d batches, %d lingers, %d ended by the timer", st.Batches, st.Lingers, st.Expired)
 	if st.Ops != callers*each {
 		t.Fatalf("%d ops run, want %d", st.Ops, callers*each)
+	}
+	// Every linger has ended, by the timer or by the batch growing.
+	if st.Grown+st.Expired != st.Lingers {
+		t.Errorf("%d lingers, %d ended by the timer and %d by ops arriving; want them to add up", st.Lingers, st.Expired, st.Grown)
 	}
 	// Without the back-off nearly every batch waits out the timer (38 of
 	// 41 when this test was written); with it, at least two batches pass

@@ -111,12 +111,12 @@ func StoreWrites(reg prometheus.Registerer, stats func() groupcommit.Stats) {
 	}, func() float64 { return float64(stats().Ops) }))
 	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name:        "ladder_store_commit_waits_total",
-		Help:        "Waits for more writes before a small commit (the SQLite store's linger), ended by enough writes arriving.",
+		Help:        "Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.",
 		ConstLabels: prometheus.Labels{"ended": "writes"},
-	}, func() float64 { s := stats(); return float64(s.Lingers - s.Expired) }))
+	}, func() float64 { return float64(stats().Grown) }))
 	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name:        "ladder_store_commit_waits_total",
-		Help:        "Waits for more writes before a small commit (the SQLite store's linger), ended by enough writes arriving.",
+		Help:        "Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.",
 		ConstLabels: prometheus.Labels{"ended": "timer"},
 	}, func() float64 { return float64(stats().Expired) }))
 }

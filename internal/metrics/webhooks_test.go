@@ -36,10 +36,10 @@ ladder_lane_changes_total{direction="same",workspace="ops"} 1
 
 func TestStoreWrites(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	stats := groupcommit.Stats{Batches: 3, Ops: 40, Lingers: 5, Expired: 2}
+	stats := groupcommit.Stats{Batches: 3, Ops: 40, Lingers: 6, Expired: 2, Grown: 3}
 	StoreWrites(reg, func() groupcommit.Stats { return stats })
 	want := `
-# HELP ladder_store_commit_waits_total Waits for more writes before a small commit (the SQLite store's linger), ended by enough writes arriving.
+# HELP ladder_store_commit_waits_total Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.
 # TYPE ladder_store_commit_waits_total counter
 ladder_store_commit_waits_total{ended="timer"} 2
 ladder_store_commit_waits_total{ended="writes"} 3
