@@ -32,17 +32,8 @@ func rpcErr(r testenv.Response) map[string]any {
 // metricValue reads one series of the text exposition on /metrics, or 0.
 func metricValue(t *testing.T, e *testenv.Env, series string) float64 {
 	t.Helper()
-	r := e.Do("GET", "/metrics", "", nil)
-	for _, line := range strings.Split(string(r.Raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %v", line, err)
-			}
-			return v
-		}
-	}
-	return 0
+	v, _ := testenv.MetricValue(t, e.Do("GET", "/metrics", "", nil).Raw, series)
+	return v
 }
 
 // TestRateLimitPerKey drains one key's token bucket and sees RATE_LIMITED

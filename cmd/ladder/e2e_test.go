@@ -11,13 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ladderhq/ladder/internal/testenv"
 )
 
 var buildOnce struct {
@@ -258,17 +259,11 @@ func TestEndToEndMCP(t *testing.T) {
 		// write in a commit, so there are commits and at least as many
 		// writes.
 		value := func(name string) float64 {
-			for line := range strings.Lines(string(body)) {
-				if rest, ok := strings.CutPrefix(line, name+" "); ok {
-					v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-					if err != nil {
-						t.Fatalf("/metrics: %s: %v", line, err)
-					}
-					return v
-				}
+			v, ok := testenv.MetricValue(t, body, name)
+			if !ok {
+				t.Fatalf("/metrics lacks %s", name)
 			}
-			t.Fatalf("/metrics lacks %s", name)
-			return 0
+			return v
 		}
 		if commits, writes := value("ladder_store_commits_total"), value("ladder_store_writes_total"); commits < 1 || writes < commits {
 			t.Errorf("/metrics: ladder_store_commits_total %v, ladder_store_writes_total %v; want commits, and at least one write each", commits, writes)

@@ -109,14 +109,14 @@ func StoreWrites(reg prometheus.Registerer, stats func() groupcommit.Stats) {
 		Name: "ladder_store_writes_total",
 		Help: "Writes the store ran in those transactions; its rate over ladder_store_commits_total's is the batch size.",
 	}, func() float64 { return float64(stats().Ops) }))
-	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name:        "ladder_store_commit_waits_total",
-		Help:        "Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.",
-		ConstLabels: prometheus.Labels{"ended": "writes"},
-	}, func() float64 { return float64(stats().Grown) }))
-	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name:        "ladder_store_commit_waits_total",
-		Help:        "Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.",
-		ConstLabels: prometheus.Labels{"ended": "timer"},
-	}, func() float64 { return float64(stats().Expired) }))
+	for ended, n := range map[string]func(groupcommit.Stats) int64{
+		"writes": func(s groupcommit.Stats) int64 { return s.Grown },
+		"timer":  func(s groupcommit.Stats) int64 { return s.Expired },
+	} {
+		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "ladder_store_commit_waits_total",
+			Help:        "Waits for more writes before a small commit (the SQLite store's linger), by what ended them: writes (the batch grew) or timer.",
+			ConstLabels: prometheus.Labels{"ended": ended},
+		}, func() float64 { return float64(n(stats())) }))
+	}
 }

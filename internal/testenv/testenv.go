@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -427,4 +429,20 @@ func (r Response) ErrorHint() string {
 	e, _ := r.Body["error"].(map[string]any)
 	c, _ := e["hint"].(string)
 	return c
+}
+
+// MetricValue reads one series (its name and labels, as /metrics writes
+// them) from a Prometheus text exposition, and whether it is there.
+func MetricValue(t testing.TB, exposition []byte, series string) (float64, bool) {
+	t.Helper()
+	for line := range strings.Lines(string(exposition)) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", strings.TrimSpace(line), err)
+			}
+			return v, true
+		}
+	}
+	return 0, false
 }
