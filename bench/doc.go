@@ -13,6 +13,9 @@
 //     calls/s;
 //   - the in-process benchmarks in this package (go test -bench) give the
 //     CPU and allocation profiles of each path without the network.
+//   - pgo.sh: refreshes cmd/ladder/default.pgo, the CPU profile every build
+//     of ./cmd/ladder is optimised with, from the real binary under
+//     route_item and capability loads.
 //
 // Results and findings are in BENCHMARKS.md at the repository root.
 package bench
