@@ -1,7 +1,8 @@
-// Package bench measures ladder's MCP surface against its speed budget
-// (DESIGN §11): a governed route_item call over MCP must reach at least
-// 0.8× the calls/s of a bare go-sdk server answering a no-op tool, with 64
-// concurrent clients and a p99 of at most 10 ms.
+// Package bench measures ladder's MCP surface against its speed budgets
+// (DESIGN §11), 64 concurrent clients: a governed route_item call over MCP
+// against a bare go-sdk server answering a no-op tool (≥1.5×) and a plain
+// net/http handler (≥0.3×), and a capability call proxied to an upstream
+// MCP tool against calling that upstream directly (≥0.7×).
 //
 //   - bareserver: the bare go-sdk baseline (stateless, JSON responses);
 //   - plainserver: a plain net/http handler answering a fixed result;
