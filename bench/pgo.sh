@@ -37,6 +37,7 @@ cleanup() {
 		wait "$demo_pid" 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
+	rm -f "$root/cmd/ladder/default.pgo.new"
 }
 trap cleanup EXIT INT TERM
 
@@ -119,8 +120,12 @@ profile route_item -url "http://$ADDR/mcp" -demo-keys "$tmp/keys.json" -workspac
 profile capability -url "http://$ADDR/mcp" -demo-keys "$tmp/keys.json" -workspace partner-programs -tool ticket6:readLedger \
 	-args "{$scope,\"payload\":{}}"
 
-# Equal durations, so the merged profile weighs the two loads alike.
-(cd "$root" && go tool pprof -proto "$tmp/route_item.pb.gz" "$tmp/capability.pb.gz" >"$tmp/default.pgo" 2>"$tmp/pprof.err") ||
+# Equal durations, so the merged profile weighs the two loads alike. It is
+# written beside the old one and renamed over it, so a full disk or an
+# interrupted run leaves the old profile whole ($tmp may be another
+# filesystem, where mv copies).
+new=$root/cmd/ladder/default.pgo.new
+(cd "$root" && go tool pprof -proto "$tmp/route_item.pb.gz" "$tmp/capability.pb.gz" >"$new" 2>"$tmp/pprof.err") ||
 	{ cat "$tmp/pprof.err" >&2; exit 1; }
-mv "$tmp/default.pgo" "$root/cmd/ladder/default.pgo"
+mv -f "$new" "$root/cmd/ladder/default.pgo"
 echo "wrote $root/cmd/ladder/default.pgo ($(wc -c <"$root/cmd/ladder/default.pgo") bytes)" >&2
