@@ -9,9 +9,13 @@
 //   - loadgen: the load generator, closed loop (each client sends its next
 //     call when the last is answered) or open loop on a fixed schedule
 //     (-rate), speaking protocol 2025-06-18 or 2026-07-28;
+//   - standin: the demo's stand-in systems (the partner ledger the
+//     capability benchmark calls) in a process of their own, for
+//     `ladder demo --upstream URL`, as a deployment's upstreams are;
 //   - run.sh: builds them, runs all three servers and prints, per round, a
 //     closed-loop table and an open-loop table at 0.8× the bare server's
-//     calls/s;
+//     calls/s, then the capability table (with STANDIN_ADDR set, against
+//     standin in its own process instead of the demo's in-process one);
 //   - the in-process benchmarks in this package (go test -bench) give the
 //     CPU and allocation profiles of each path without the network.
 //   - pgo.sh: refreshes cmd/ladder/default.pgo, the CPU profile every build

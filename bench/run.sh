@@ -34,7 +34,11 @@
 # the same call through ladder's capability tool (auth, scope check, lane,
 # durable call record, then the upstream call over ladder's reused
 # session), both closed loop; ladder must reach 0.7× the direct calls/s.
-# CAPABILITY=0 skips it. Each round ends with the demo's resident memory
+# CAPABILITY=0 skips it. By default the stand-in systems run inside the
+# demo's process, sharing its heap, collector and scheduler; with
+# STANDIN_ADDR=127.0.0.1:18954 they run in a process of their own
+# (bench/standin, on that address), as a deployment's upstreams do, and the
+# demo calls them there (ladder demo --upstream). Each round ends with the demo's resident memory
 # now and its peak under each load that reaches it (DESIGN §11 budgets
 # it under the capability load), with the split at the highest sample.
 set -euo pipefail
@@ -49,6 +53,7 @@ CAPABILITY=${CAPABILITY:-1}
 BARE_ADDR=${BARE_ADDR:-127.0.0.1:18951}
 PLAIN_ADDR=${PLAIN_ADDR:-127.0.0.1:18952}
 LADDER_ADDR=${LADDER_ADDR:-127.0.0.1:18953}
+STANDIN_ADDR=${STANDIN_ADDR:-}
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -70,7 +75,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "building…" >&2
-(cd "$root" && go build -o "$bin/" ./bench/bareserver ./bench/plainserver ./bench/loadgen ./cmd/ladder)
+(cd "$root" && go build -o "$bin/" ./bench/bareserver ./bench/plainserver ./bench/loadgen ./bench/standin ./cmd/ladder)
 
 # wait_port waits up to 60 s for a loopback port to accept connections.
 wait_port() {
@@ -87,9 +92,9 @@ wait_port() {
 
 # A port something already listens on would measure someone else's server
 # (wait_port cannot tell): refuse to start instead.
-for a in "$BARE_ADDR" "$PLAIN_ADDR" "$LADDER_ADDR"; do
+for a in "$BARE_ADDR" "$PLAIN_ADDR" "$LADDER_ADDR" $STANDIN_ADDR; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/${a##*:}") 2>/dev/null; then
-		echo "run.sh: $a is already in use (another benchmark?); set BARE_ADDR, PLAIN_ADDR and LADDER_ADDR to free ports" >&2
+		echo "run.sh: $a is already in use (another benchmark?); set BARE_ADDR, PLAIN_ADDR, LADDER_ADDR and STANDIN_ADDR to free ports" >&2
 		exit 1
 	fi
 done
@@ -98,7 +103,14 @@ done
 pids+=($!)
 "$bin/plainserver" -addr "$PLAIN_ADDR" 2>"$out/plainserver.log" &
 pids+=($!)
-"$bin/ladder" demo --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" --gateway "$tmp/gateway.yaml" --env-file "$tmp/demo.env" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
+demo_upstream=()
+if [ -n "$STANDIN_ADDR" ]; then
+	"$bin/standin" -addr "$STANDIN_ADDR" >"$out/standin.out" 2>"$out/standin.log" &
+	pids+=($!)
+	wait_port "$STANDIN_ADDR"
+	demo_upstream=(--upstream "http://$STANDIN_ADDR")
+fi
+"$bin/ladder" demo "${demo_upstream[@]}" --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" --gateway "$tmp/gateway.yaml" --env-file "$tmp/demo.env" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
 pids+=($!)
 demo_pid=$!
 wait_port "$BARE_ADDR"
@@ -219,7 +231,9 @@ for round in $(seq "$ROUNDS"); do
 		echo
 		awk '/^VmRSS/ {rss=$2} /^RssAnon/ {anon=$2} /^RssFile/ {file=$2} END {printf "ladder demo resident now: %.1f MiB (anonymous %.1f, file %.1f)\n", rss/1024, anon/1024, file/1024}' "/proc/$demo_pid/status"
 		print_peak route "the route_item load"
-		print_peak direct "the stand-in ledger called directly (in the demo's process, ladder idle)"
+		# With the stand-ins in their own process, the direct load does not
+		# reach the demo, and its peak then says nothing.
+		[ -n "$STANDIN_ADDR" ] || print_peak direct "the stand-in ledger called directly (in the demo's process, ladder idle)"
 		print_peak capability "the capability load through ladder"
 	fi
 done

@@ -25,7 +25,7 @@ type Upstream struct {
 	calls atomic.Int64
 }
 
-// Calls returns how many calls the upstream has served.
+// Calls returns how many calls the upstream has served in this process.
 func (u *Upstream) Calls() int64 { return u.calls.Load() }
 
 // Resolve maps a "demo:NAME" executor URL to this upstream; other URLs are
@@ -42,8 +42,13 @@ func (u *Upstream) Resolve(url string) string {
 }
 
 // StartUpstream starts the demo upstream on a free loopback port.
-func StartUpstream() (*Upstream, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartUpstream() (*Upstream, error) { return ListenUpstream("127.0.0.1:0") }
+
+// ListenUpstream starts the demo upstream on addr (host:port), for a
+// process that serves only the stand-in systems (bench/standin) so that
+// ladder calls them as it would a real upstream: in another process.
+func ListenUpstream(addr string) (*Upstream, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("demo upstream: %w", err)
 	}
@@ -60,8 +65,20 @@ func StartUpstream() (*Upstream, error) {
 	return u, nil
 }
 
-// Close stops the upstream.
+// RemoteUpstream is the demo upstream another process serves at url (the
+// URL it was started with, such as bench/standin's): Resolve maps
+// "demo:NAME" executors to it, and Calls counts nothing, as the calls
+// reach that process and not this one.
+func RemoteUpstream(url string) *Upstream {
+	return &Upstream{URL: strings.TrimRight(url, "/")}
+}
+
+// Close stops the upstream this process serves; it does nothing for a
+// RemoteUpstream.
 func (u *Upstream) Close() error {
+	if u.srv == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return u.srv.Shutdown(ctx)

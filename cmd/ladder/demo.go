@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -37,6 +39,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	envFile := fs.String("env-file", "ladder-demo.env", "where to write the server URL and the keys as shell variables (source it: . ./ladder-demo.env)")
 	printConfig := fs.Bool("print-config", false, "write the embedded demo config to stdout and exit")
 	toolNames := fs.String("tool-names", "canonical", "MCP tool names: canonical (ticket6:readLedger) or portable (ticket6_readLedger)")
+	upstreamURL := fs.String("upstream", "", "call the stand-in systems (TMS, rates, payments, partner ledger) at this URL instead of serving them in this process; bench/standin serves them on their own, so a benchmark sees ladder's upstream in another process, as a deployment has it")
 	openWS := fs.String("insecure-open-mcp-workspace", "", "TESTING ONLY: serve this workspace's MCP tools without a key to loopback clients (for the MCP conformance suite)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -44,6 +47,11 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	if *printConfig {
 		_, err := e.stdout.Write(printedDemoConfig())
 		return err
+	}
+	if *upstreamURL != "" {
+		if err := checkUpstream(*upstreamURL); err != nil {
+			return err
+		}
 	}
 	log := newLogger(e.stderr)
 	cfg, err := config.Parse("demo.yaml", config.Demo())
@@ -88,9 +96,11 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	up, err := demo.StartUpstream()
-	if err != nil {
-		return err
+	up := demo.RemoteUpstream(*upstreamURL)
+	if *upstreamURL == "" {
+		if up, err = demo.StartUpstream(); err != nil {
+			return err
+		}
 	}
 	defer up.Close()
 	st.pool.Rewrite = up.Resolve
@@ -261,4 +271,23 @@ func printedDemoConfig() []byte {
 		[]byte("# yaml-language-server: $schema=config/"+config.SchemaFile+"\n"+
 			"# (the schema's path from the repository root; elsewhere, point it at your\n"+
 			"# copy of config/"+config.SchemaFile+")\n"), 1)
+}
+
+// checkUpstream refuses a --upstream that is not an http URL or where
+// nothing answers, before the demo seeds: seeding calls the stand-ins, and
+// a typo should fail in a second, naming the URL, not halfway through.
+func checkUpstream(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--upstream %q: want the stand-ins' base URL, such as http://127.0.0.1:18954 (bench/standin prints it)", raw)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	c, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("--upstream %s: nothing answers there (%v); start the stand-ins first: go run ./bench/standin -addr %s", raw, err, host)
+	}
+	return c.Close()
 }

@@ -18,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ladderhq/ladder/demo"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
 
@@ -269,4 +270,66 @@ func TestEndToEndMCP(t *testing.T) {
 			t.Errorf("/metrics: ladder_store_commits_total %v, ladder_store_writes_total %v; want commits, and at least one write each", commits, writes)
 		}
 	})
+}
+
+// TestDemoWithUpstreamElsewhere: `ladder demo --upstream URL` calls the
+// stand-in systems another process serves at URL (as bench/standin does,
+// for measuring ladder with its upstream outside its process) and serves
+// none of its own: a capability call through the real binary reaches the
+// stand-ins this test serves, once per call.
+func TestDemoWithUpstreamElsewhere(t *testing.T) {
+	up, err := demo.ListenUpstream("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	d := startDemo(t, "--upstream", up.URL+"/")
+	before := up.Calls()
+	partner := d.Keys.Workspaces["partner-programs"]["agent"]
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{partner}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ticket6:readLedger",
+			Arguments: map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}})
+		if err != nil || res.IsError {
+			t.Fatalf("ticket6:readLedger: %v %+v", err, res)
+		}
+		if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"balance"`) {
+			t.Fatalf("ticket6:readLedger answered %s, want the ledger's entries and balance", sc)
+		}
+		if n := up.Calls() - before; n != int64(i+1) {
+			t.Fatalf("after %d calls through ladder the stand-ins at %s served %d", i+1, up.URL, n)
+		}
+	}
+}
+
+// TestDemoUpstreamRefused: a --upstream that is not a base URL, or where
+// nothing listens, fails at once with what to do, before the demo seeds or
+// writes its files.
+func TestDemoUpstreamRefused(t *testing.T) {
+	dir := t.TempDir()
+	closed := freeAddr(t)
+	for _, c := range []struct{ url, want string }{
+		{"ftp://127.0.0.1:1", "want the stand-ins' base URL"},
+		{"127.0.0.1:18954", "want the stand-ins' base URL"},
+		{"http://127.0.0.1:18954/?x=1", "want the stand-ins' base URL"},
+		{"http://" + closed, "nothing answers there"},
+	} {
+		keys := filepath.Join(dir, "keys.json")
+		start := time.Now()
+		_, _, err := runCLI(t, nil, "demo", "--upstream", c.url, "--addr", freeAddr(t), "--db", filepath.Join(dir, "demo.db"), "--keys", keys)
+		if exitCode(err) != 3 || err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--upstream") {
+			t.Errorf("--upstream %s: exit %d, %v; want exit 3 and %q", c.url, exitCode(err), err, c.want)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("--upstream %s took %s to fail; it should fail before seeding", c.url, d)
+		}
+		if _, err := os.Stat(keys); err == nil {
+			t.Errorf("--upstream %s: the demo wrote its keys file", c.url)
+		}
+	}
 }
