@@ -38,7 +38,9 @@
 # demo's process, sharing its heap, collector and scheduler; with
 # STANDIN_ADDR=127.0.0.1:18954 they run in a process of their own
 # (bench/standin, on that address), as a deployment's upstreams do, and the
-# demo calls them there (ladder demo --upstream). Each round ends with the demo's resident memory
+# demo calls them there (ladder demo --upstream). LADDER_GOMEMLIMIT=28MiB
+# gives the demo alone Go's soft memory limit (GOMEMLIMIT; docs/operations.md,
+# "Memory"). Each round ends with the demo's resident memory
 # now and its peak under each load that reaches it (DESIGN §11 budgets
 # it under the capability load), with the split at the highest sample.
 set -euo pipefail
@@ -54,6 +56,7 @@ BARE_ADDR=${BARE_ADDR:-127.0.0.1:18951}
 PLAIN_ADDR=${PLAIN_ADDR:-127.0.0.1:18952}
 LADDER_ADDR=${LADDER_ADDR:-127.0.0.1:18953}
 STANDIN_ADDR=${STANDIN_ADDR:-}
+LADDER_GOMEMLIMIT=${LADDER_GOMEMLIMIT:-}
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -110,7 +113,9 @@ if [ -n "$STANDIN_ADDR" ]; then
 	wait_port "$STANDIN_ADDR"
 	demo_upstream=(--upstream "http://$STANDIN_ADDR")
 fi
-"$bin/ladder" demo "${demo_upstream[@]}" --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" --gateway "$tmp/gateway.yaml" --env-file "$tmp/demo.env" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
+demo_env=()
+[ -z "$LADDER_GOMEMLIMIT" ] || demo_env=("GOMEMLIMIT=$LADDER_GOMEMLIMIT")
+env "${demo_env[@]}" "$bin/ladder" demo "${demo_upstream[@]}" --addr "$LADDER_ADDR" --db "$tmp/ladder.db" --keys "$tmp/keys.json" --gateway "$tmp/gateway.yaml" --env-file "$tmp/demo.env" >"$out/ladder-demo.out" 2>"$out/ladder-demo.log" &
 pids+=($!)
 demo_pid=$!
 wait_port "$BARE_ADDR"
@@ -185,7 +190,7 @@ scope='"program":"partner-2027","relationship":"relationship:partner-2027:creato
 ladder_args=(-url "http://$LADDER_ADDR/mcp" -demo-keys "$tmp/keys.json" -workspace vantrow-bills -tool route_item
 	-args '{"step":"post_tms","item":"BENCH-{run}-{n}"}')
 echo
-echo "$(nproc) cores, $(go version | cut -d' ' -f3-), $CLIENTS clients, $DURATION each after $WARMUP warm-up, protocol $PROTOCOL"
+echo "$(nproc) cores, $(go version | cut -d' ' -f3-), $CLIENTS clients, $DURATION each after $WARMUP warm-up, protocol $PROTOCOL${STANDIN_ADDR:+, stand-ins in their own process}${LADDER_GOMEMLIMIT:+, the demo with GOMEMLIMIT=$LADDER_GOMEMLIMIT}"
 for round in $(seq "$ROUNDS"); do
 	echo "round $round: bare go-sdk…" >&2
 	"$bin/loadgen" "${common[@]}" -name "bare go-sdk (no-op tool)" -url "http://$BARE_ADDR/mcp" -tool noop >"$out/bare.$round.json"
