@@ -180,8 +180,9 @@ print_peak() {
 }
 
 common=(-clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -protocol-version "$PROTOCOL" -json)
-# The stand-in ledger's address, from the demo's log line.
-upstream=$(grep -m1 '"msg":"demo upstream listening"' "$out/ladder-demo.log" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p' || true)
+# The stand-in ledger's address: standin's, or the demo's from its log.
+upstream=http://$STANDIN_ADDR
+[ -n "$STANDIN_ADDR" ] || upstream=$(grep -m1 '"msg":"demo upstream listening"' "$out/ladder-demo.log" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p' || true)
 if [ -z "$upstream" ]; then
 	echo "run.sh: no 'demo upstream listening' line in $out/ladder-demo.log" >&2
 	exit 1

@@ -107,7 +107,11 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	// The stand-in systems' address, for calling them directly (the
 	// capability benchmark compares a call through ladder with one made
 	// straight to the stand-in ledger at URL/ledger/mcp).
-	log.Info("demo upstream listening", "url", up.URL)
+	if *upstreamURL == "" {
+		log.Info("demo upstream listening", "url", up.URL)
+	} else {
+		log.Info("demo upstream in another process", "url", up.URL)
+	}
 
 	start := time.Now()
 	fmt.Fprintf(e.stdout, "Seeding %d weeks of history…\n", demo.Weeks)
