@@ -128,6 +128,19 @@ func startDemo(t *testing.T, extra ...string) *demoProcess {
 	return d
 }
 
+// session opens a go-sdk client session on the demo's /mcp with key,
+// closed when the test ends.
+func (d *demoProcess) session(t *testing.T, key string) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 type bearer struct{ key string }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -176,13 +189,7 @@ func TestEndToEndMCP(t *testing.T) {
 	agent := d.Keys.Workspaces["vantrow-bills"]["agent"]
 
 	t.Run("streamable HTTP", func(t *testing.T) {
-		client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
-		cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{agent}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-		checkSession(t, cs)
+		checkSession(t, d.session(t, agent))
 	})
 
 	t.Run("stdio", func(t *testing.T) {
@@ -225,22 +232,9 @@ func TestEndToEndMCP(t *testing.T) {
 	// pool's session and shows in /metrics, so an operator can tell a slow
 	// upstream from a slow ladder.
 	t.Run("capability call counted in /metrics", func(t *testing.T) {
-		partner := d.Keys.Workspaces["partner-programs"]["agent"]
-		client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
-		cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{partner}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		cs := d.session(t, d.Keys.Workspaces["partner-programs"]["agent"])
 		for range 2 {
-			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ticket6:readLedger",
-				Arguments: map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}})
-			if err != nil || res.IsError {
-				t.Fatalf("ticket6:readLedger: %v %+v", err, res)
-			}
-			if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"balance"`) {
-				t.Fatalf("ticket6:readLedger answered %s, want the ledger's entries and balance", sc)
-			}
+			readLedger(t, cs)
 		}
 		resp, err := http.Get(d.URL + "/metrics")
 		if err != nil {
@@ -272,6 +266,20 @@ func TestEndToEndMCP(t *testing.T) {
 	})
 }
 
+// readLedger calls the demo's ticket6:readLedger capability over cs and
+// fails unless the ledger's answer comes back.
+func readLedger(t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ticket6:readLedger",
+		Arguments: map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}})
+	if err != nil || res.IsError {
+		t.Fatalf("ticket6:readLedger: %v %+v", err, res)
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"balance"`) {
+		t.Fatalf("ticket6:readLedger answered %s, want the ledger's entries and balance", sc)
+	}
+}
+
 // TestDemoWithUpstreamElsewhere: `ladder demo --upstream URL` calls the
 // stand-in systems another process serves at URL (as bench/standin does,
 // for measuring ladder with its upstream outside its process) and serves
@@ -285,22 +293,9 @@ func TestDemoWithUpstreamElsewhere(t *testing.T) {
 	defer up.Close()
 	d := startDemo(t, "--upstream", up.URL+"/")
 	before := up.Calls()
-	partner := d.Keys.Workspaces["partner-programs"]["agent"]
-	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{partner}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := d.session(t, d.Keys.Workspaces["partner-programs"]["agent"])
 	for i := range 3 {
-		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ticket6:readLedger",
-			Arguments: map[string]any{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1", "payload": map[string]any{}}})
-		if err != nil || res.IsError {
-			t.Fatalf("ticket6:readLedger: %v %+v", err, res)
-		}
-		if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"balance"`) {
-			t.Fatalf("ticket6:readLedger answered %s, want the ledger's entries and balance", sc)
-		}
+		readLedger(t, cs)
 		if n := up.Calls() - before; n != int64(i+1) {
 			t.Fatalf("after %d calls through ladder the stand-ins at %s served %d", i+1, up.URL, n)
 		}
