@@ -17,11 +17,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/ladderhq/ladder/bench/internal/baseline"
 	"github.com/ladderhq/ladder/demo"
 )
 
@@ -35,14 +35,10 @@ func main() {
 }
 
 func run(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: want host:port, such as 127.0.0.1:18954", addr)
-	}
 	// The stand-ins answer anyone without a key: they are test doubles,
-	// so they stay on this machine.
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-addr %q: the stand-ins answer without authentication, so they listen on loopback only (127.0.0.1:PORT)", addr)
+	// so they stay on this machine, as every bench server does.
+	if err := baseline.CheckLoopback(addr); err != nil {
+		return fmt.Errorf("-addr: %w (the stand-ins answer without authentication, so they listen on loopback only: want host:port, such as 127.0.0.1:18954)", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

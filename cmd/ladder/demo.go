@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -96,22 +95,19 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	up := demo.RemoteUpstream(*upstreamURL)
+	up, where := demo.RemoteUpstream(*upstreamURL), "demo upstream in another process"
 	if *upstreamURL == "" {
 		if up, err = demo.StartUpstream(); err != nil {
 			return err
 		}
+		where = "demo upstream listening"
 	}
 	defer up.Close()
 	st.pool.Rewrite = up.Resolve
 	// The stand-in systems' address, for calling them directly (the
 	// capability benchmark compares a call through ladder with one made
 	// straight to the stand-in ledger at URL/ledger/mcp).
-	if *upstreamURL == "" {
-		log.Info("demo upstream listening", "url", up.URL)
-	} else {
-		log.Info("demo upstream in another process", "url", up.URL)
-	}
+	log.Info(where, "url", up.URL)
 
 	start := time.Now()
 	fmt.Fprintf(e.stdout, "Seeding %d weeks of history…\n", demo.Weeks)
@@ -281,8 +277,8 @@ func printedDemoConfig() []byte {
 // nothing answers, before the demo seeds: seeding calls the stand-ins, and
 // a typo should fail in a second, naming the URL, not halfway through.
 func checkUpstream(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	u, ok := httpURL(raw)
+	if !ok || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("--upstream %q: want the stand-ins' base URL, such as http://127.0.0.1:18954 (bench/standin prints it)", raw)
 	}
 	host := u.Host

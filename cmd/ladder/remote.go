@@ -52,8 +52,7 @@ func (r remoteFlags) client() (*client.Client, error) {
 // host:port alone would otherwise fail inside the client as an internal
 // error.
 func checkServerURL(flagName, server string) error {
-	u, err := url.Parse(server)
-	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+	if _, ok := httpURL(server); ok {
 		return nil
 	}
 	example := "http://127.0.0.1:8080"
@@ -62,6 +61,12 @@ func checkServerURL(flagName, server string) error {
 		example = "http://" + server
 	}
 	return exitError{code: 3, msg: fmt.Sprintf("ladder: %s (or LADDER_SERVER) %q is not a server URL; give its scheme and host, e.g. %s", flagName, server, example)}
+}
+
+// httpURL parses s as an http or https URL with a host.
+func httpURL(s string) (*url.URL, bool) {
+	u, err := url.Parse(s)
+	return u, err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func printJSON(w io.Writer, v any) error {
