@@ -150,7 +150,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// fsyncing the database file while every caller in the batch waits —
 	// the p99 of the route write. checkpointLoop does it on its own
 	// connection instead.
-	writer, err := sql.Open("sqlite", path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
+	//
+	// The writer alone opens the file through walVFSName, which gathers a
+	// commit's WAL frames into one write; it relies on the synchronous=FULL
+	// in common.
+	vfs, err := writerVFS()
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	writer, err := sql.Open("sqlite", path+"?"+common+vfs+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, openError(path, err)
 	}

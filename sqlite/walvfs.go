@@ -1,0 +1,296 @@
+package sqlite
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// walVFSName is the SQLite VFS the writer connection opens its database
+// through: SQLite's own "unix" VFS, except that writes to the WAL file
+// are gathered in memory and reach the kernel in one pwrite when SQLite
+// syncs the WAL (or does anything else to that file).
+//
+// Why: SQLite writes every WAL frame as two pwrites, its 24-byte header
+// and then the page, and no pragma changes that. A commit of the group
+// commit's batch writes a dozen or more frames, so it made two dozen
+// syscalls before its one fsync; profiles of route_item put 9% of
+// ladder's CPU in those pwrites (BENCHMARKS.md, session 19). With the
+// frames gathered the commit makes one pwrite and the same fsync.
+//
+// Why it is safe: bytes are held only between two operations on the one
+// WAL handle that wrote them, and every operation other than a write
+// appending where the last one ended (read, sync, truncate, size, file
+// control, close) writes them out first. The writer runs with
+// synchronous=FULL, so SQLite syncs the WAL, and with it writes the
+// held frames out, before it publishes a commit's frames in the
+// wal-index, where other connections (the readers, the checkpointer, a
+// CLI process) find them; until then no other handle may read those
+// frames, and a process killed while holding them loses only frames that
+// were never acknowledged, as if it had been killed before the pwrites.
+// SQLite reads back frames it has written (to recompute checksums after
+// a cache spill) through the same handle, which writes them out first.
+// Only the writer's DSN names this VFS; it must keep synchronous=FULL.
+const walVFSName = "ladder-walbuf"
+
+// walBufCap is the most a WAL handle holds before writing it out: 31
+// frames of 4 KiB pages, more than a group commit's batch usually
+// dirties. It is also the most one write may carry: the unix VFS masks a
+// write's length with 0x1ffff before its pwrite (seekAndWriteFd), so a
+// longer one would be cut short and reported as a full disk.
+const walBufCap = 0x1ffff
+
+// walVFS is the registered VFS and what its functions need to reach the
+// unix VFS underneath.
+var walVFS struct {
+	once sync.Once
+	err  error
+	real uintptr // the unix VFS
+	// off is where a WAL handle's walFile sits: after the unix VFS's own
+	// file structure, in the block SQLite allocates of vfs.FszOsFile.
+	off uintptr
+
+	mu sync.Mutex
+	// methods maps the unix VFS's I/O methods (it has several, chosen
+	// per file) to the copy whose write path gathers.
+	methods map[uintptr]uintptr
+}
+
+// walWrites counts the writes that reached the unix VFS for WAL files,
+// so tests can see that a commit's frames went out together.
+var walWrites atomic.Int64
+
+// walFile is this VFS's state for one open WAL file, kept in C memory
+// after the unix VFS's file structure. Only the connection that owns
+// the handle touches it, and SQLite serialises a connection's calls.
+type walFile struct {
+	// real is the unix VFS's methods for the file, which every wrapped
+	// method calls through.
+	real uintptr
+	// buf holds n bytes that belong at offset off of the file; it is
+	// allocated (walBufCap bytes) at the first write and freed at close.
+	buf uintptr
+	n   int64
+	off int64
+}
+
+// writerVFS registers walVFSName once per process and returns the DSN
+// parameter that opens a connection through it; "" where SQLite has no
+// unix VFS to build on (Windows), and the writer uses SQLite's default.
+// The error says why SQLite would not register it.
+func writerVFS() (string, error) {
+	walVFS.once.Do(func() { walVFS.err = registerWALVFS() })
+	if walVFS.err != nil || walVFS.real == 0 {
+		return "", walVFS.err
+	}
+	return "&vfs=" + walVFSName, nil
+}
+
+func registerWALVFS() error {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	name, err := libc.CString("unix")
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(tls, name)
+	real := sqlite3.Xsqlite3_vfs_find(tls, name)
+	if real == 0 {
+		return nil
+	}
+	ours, err := libc.CString(walVFSName) // lives as long as the process
+	if err != nil {
+		return err
+	}
+	// What SQLite reads is in C memory, as its own structures are: Go's
+	// pointer checks (-race) refuse its arithmetic on Go's memory. It is
+	// registered for the process's life, so never freed.
+	p := cAlloc[sqlite3.Tsqlite3_vfs](tls)
+	if p == 0 {
+		return fmt.Errorf("register %s VFS: out of memory", walVFSName)
+	}
+	vfs := at[sqlite3.Tsqlite3_vfs](p)
+	*vfs = *at[sqlite3.Tsqlite3_vfs](real)
+	walVFS.real = real
+	walVFS.methods = make(map[uintptr]uintptr)
+	walVFS.off = (uintptr(vfs.FszOsFile) + 7) &^ 7
+	vfs.FszOsFile = int32(walVFS.off + unsafe.Sizeof(walFile{}))
+	vfs.FpNext = 0
+	vfs.FzName = ours
+	vfs.FxOpen = cFunc(walOpen)
+	if rc := sqlite3.Xsqlite3_vfs_register(tls, p, 0); rc != sqlite3.SQLITE_OK {
+		walVFS.real = 0
+		return fmt.Errorf("register %s VFS: SQLite answered %d", walVFSName, rc)
+	}
+	return nil
+}
+
+// walOpen is the VFS's xOpen: the unix VFS opens every file, and a WAL
+// file's methods are swapped for the gathering ones.
+func walOpen(tls *libc.TLS, _ uintptr, zName uintptr, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
+	open := *(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_vfs](walVFS.real).FxOpen))
+	// The unix VFS's own pointer: it keeps it in the file and reads its
+	// lock finder from it.
+	rc := open(tls, walVFS.real, zName, pFile, flags, pOutFlags)
+	file := at[sqlite3.Tsqlite3_file](pFile)
+	if rc != sqlite3.SQLITE_OK || flags&sqlite3.SQLITE_OPEN_WAL == 0 || file.FpMethods == 0 {
+		return rc
+	}
+	m := gatheringMethods(tls, file.FpMethods)
+	if m == 0 {
+		return rc // no memory for the table: the file stays the unix VFS's
+	}
+	*at[walFile](pFile + walVFS.off) = walFile{real: file.FpMethods}
+	file.FpMethods = m
+	return rc
+}
+
+// gatheringMethods returns the copy of the unix VFS's methods real whose
+// data methods go through walFile first; the others (locks, shared
+// memory, sector size) stay the unix VFS's, which find their file
+// structure where they left it.
+func gatheringMethods(tls *libc.TLS, real uintptr) uintptr {
+	walVFS.mu.Lock()
+	defer walVFS.mu.Unlock()
+	if p, ok := walVFS.methods[real]; ok {
+		return p
+	}
+	p := cAlloc[sqlite3.Tsqlite3_io_methods](tls)
+	if p == 0 {
+		return 0
+	}
+	m := at[sqlite3.Tsqlite3_io_methods](p)
+	*m = *at[sqlite3.Tsqlite3_io_methods](real)
+	m.FxClose = cFunc(walClose)
+	m.FxRead = cFunc(walRead)
+	m.FxWrite = cFunc(walWrite)
+	m.FxTruncate = cFunc(walTruncate)
+	m.FxSync = cFunc(walSync)
+	m.FxFileSize = cFunc(walFileSize)
+	m.FxFileControl = cFunc(walFileControl)
+	walVFS.methods[real] = p // kept for the process's life: files point at it
+	return p
+}
+
+// walWrite is xWrite: a write that continues the held bytes joins them;
+// any other first writes the held bytes out.
+func walWrite(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if f.n > 0 && (off != f.off+f.n || f.n+int64(amt) > walBufCap) {
+		if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+			return rc
+		}
+	}
+	if int64(amt) > walBufCap {
+		return f.write(tls, pFile, pBuf, amt, off)
+	}
+	if f.buf == 0 {
+		if f.buf = libc.Xmalloc(tls, walBufCap); f.buf == 0 {
+			return f.write(tls, pFile, pBuf, amt, off)
+		}
+	}
+	if f.n == 0 {
+		f.off = off
+	}
+	libc.Xmemcpy(tls, f.buf+uintptr(f.n), pBuf, uint64(amt))
+	f.n += int64(amt)
+	return sqlite3.SQLITE_OK
+}
+
+// flush writes the held bytes out. They are dropped whatever the answer:
+// after a failed write SQLite abandons the transaction they belong to.
+func (f *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
+	if f.n == 0 {
+		return sqlite3.SQLITE_OK
+	}
+	n := f.n
+	f.n = 0
+	return f.write(tls, pFile, f.buf, int32(n), f.off)
+}
+
+func (f *walFile) write(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
+	walWrites.Add(1)
+	write := *(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxWrite))
+	return write(tls, pFile, pBuf, amt, off)
+}
+
+func walSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	sync := *(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxSync))
+	return sync(tls, pFile, flags)
+}
+
+func walRead(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	read := *(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxRead))
+	return read(tls, pFile, pBuf, amt, off)
+}
+
+func walTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	truncate := *(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxTruncate))
+	return truncate(tls, pFile, size)
+}
+
+func walFileSize(tls *libc.TLS, pFile, pSize uintptr) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	size := *(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxFileSize))
+	return size(tls, pFile, pSize)
+}
+
+func walFileControl(tls *libc.TLS, pFile uintptr, op int32, pArg uintptr) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	control := *(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxFileControl))
+	return control(tls, pFile, op, pArg)
+}
+
+// walClose writes the held bytes out (SQLite closes the WAL only after
+// its last commit, so there are none unless a transaction was abandoned)
+// and frees the buffer before the unix VFS closes the file.
+func walClose(tls *libc.TLS, pFile uintptr) int32 {
+	f := at[walFile](pFile + walVFS.off)
+	rc := f.flush(tls, pFile)
+	if f.buf != 0 {
+		libc.Xfree(tls, f.buf)
+	}
+	real := f.real
+	*f = walFile{}
+	closeFn := *(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](real).FxClose))
+	if crc := closeFn(tls, pFile); rc == sqlite3.SQLITE_OK {
+		rc = crc
+	}
+	return rc
+}
+
+// at reads p, an address in SQLite's C memory (outside Go's heap, never
+// moved or collected), as a *T.
+func at[T any](p uintptr) *T { return *(**T)(unsafe.Pointer(&p)) }
+
+// cAlloc allocates a T in C memory, or returns 0.
+func cAlloc[T any](tls *libc.TLS) uintptr {
+	var zero T
+	return libc.Xmalloc(tls, uint64(unsafe.Sizeof(zero)))
+}
+
+// cFunc turns a top-level function into the pointer SQLite's translated
+// C calls: a Go func value is a pointer to its static closure.
+func cFunc[T any](f T) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
