@@ -13,6 +13,10 @@
 // table itself, so a second process (the CLI) appending to the same file
 // keeps the chain whole.
 //
+// The writer connection opens the file through a thin VFS over SQLite's
+// own (walvfs.go) that hands a commit's WAL frames to the kernel in one
+// write before the commit's fsync, where SQLite alone makes two a page.
+//
 // The schema is embedded SQL under migrations/, applied at Open and
 // recorded in schema_migrations.
 package sqlite
