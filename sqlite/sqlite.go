@@ -156,8 +156,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// connection instead.
 	//
 	// The writer alone opens the file through walVFSName, which gathers a
-	// commit's WAL frames into one write; it relies on the synchronous=FULL
-	// in common.
+	// commit's WAL frames into one write; the others never write frames.
 	vfs, err := writerVFS()
 	if err != nil {
 		return nil, openError(path, err)

@@ -22,19 +22,20 @@ import (
 // ladder's CPU in those pwrites (BENCHMARKS.md, session 19). With the
 // frames gathered the commit makes one pwrite and the same fsync.
 //
-// Why it is safe: bytes are held only between two operations on the one
-// WAL handle that wrote them, and every operation other than a write
-// appending where the last one ended (read, sync, truncate, size, file
-// control, close) writes them out first. The writer runs with
-// synchronous=FULL, so SQLite syncs the WAL, and with it writes the
-// held frames out, before it publishes a commit's frames in the
-// wal-index, where other connections (the readers, the checkpointer, a
-// CLI process) find them; until then no other handle may read those
-// frames, and a process killed while holding them loses only frames that
-// were never acknowledged, as if it had been killed before the pwrites.
-// SQLite reads back frames it has written (to recompute checksums after
-// a cache spill) through the same handle, which writes them out first.
-// Only the writer's DSN names this VFS; it must keep synchronous=FULL.
+// Why it is safe: bytes are held only while SQLite is still writing one
+// transaction's frames through the one WAL handle. They are written out
+// as soon as the commit frame (the one whose header carries the
+// database's new size) is complete, and before any other operation on
+// the handle (read, sync, truncate, size, file control, close) or a write
+// that does not continue them. So they are in the file before the commit's
+// fsync and before SQLite publishes the commit's frames in the wal-index,
+// where other connections (the readers, the checkpointer, a CLI process)
+// find them, whatever the synchronous setting; until then no other handle
+// may read those frames. A process killed while holding them loses only
+// frames of a commit not yet acknowledged, as if it had been killed
+// before the pwrites. SQLite reads back frames it has written (to
+// recompute checksums after a cache spill) through the same handle,
+// which writes them out first.
 const walVFSName = "ladder-walbuf"
 
 // walBufCap is the most a WAL handle holds before writing it out: 31
@@ -76,7 +77,13 @@ type walFile struct {
 	buf uintptr
 	n   int64
 	off int64
+	// commit is set when the last write was a commit frame's header:
+	// the next, its page, ends the transaction's frames.
+	commit bool
 }
+
+// walFrameHeader is the size of a WAL frame's header.
+const walFrameHeader = 24
 
 // writerVFS registers walVFSName once per process and returns the DSN
 // parameter that opens a connection through it; "" where SQLite has no
@@ -198,6 +205,15 @@ func walWrite(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
 	}
 	libc.Xmemcpy(tls, f.buf+uintptr(f.n), pBuf, uint64(amt))
 	f.n += int64(amt)
+	if f.commit {
+		// The page of a commit frame: the commit is complete.
+		f.commit = false
+		return f.flush(tls, pFile)
+	}
+	// A frame's header is 24 bytes (the WAL's own is 32, a page at least
+	// 512); its second word, the database's size after the commit, is
+	// nonzero only in a transaction's last frame.
+	f.commit = amt == walFrameHeader && *at[uint32](pBuf + 4) != 0
 	return sqlite3.SQLITE_OK
 }
 
@@ -208,7 +224,7 @@ func (f *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 		return sqlite3.SQLITE_OK
 	}
 	n := f.n
-	f.n = 0
+	f.n, f.commit = 0, false
 	return f.write(tls, pFile, f.buf, int32(n), f.off)
 }
 

@@ -89,6 +89,28 @@ func TestWALCommitIsOneWrite(t *testing.T) {
 	}
 }
 
+// The frames are in the file when the commit returns even when SQLite
+// does not sync it (synchronous=OFF): another connection, which finds
+// them through the wal-index, reads every commit at once.
+func TestWALCommitIsWrittenWithoutSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db := openWALVFS(t, path, "synchronous(OFF)")
+	mustExec(t, db, `CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)`)
+	reader := openPlain(t, path)
+	for i := range 20 {
+		before := walWrites.Load()
+		mustExec(t, db, `INSERT INTO t(k, v) VALUES (?, randomblob(6000))`, i)
+		if got := walWrites.Load() - before; got != 1 {
+			t.Errorf("commit %d made %d writes to the WAL, want 1", i, got)
+		}
+		var n int
+		var sum int64
+		if err := reader.QueryRow(`SELECT COUNT(*), SUM(length(v)) FROM t`).Scan(&n, &sum); err != nil || n != i+1 || sum != int64(6000*(i+1)) {
+			t.Fatalf("after commit %d another connection reads %d rows of %d bytes in all (%v), want %d of %d", i, n, sum, err, i+1, 6000*(i+1))
+		}
+	}
+}
+
 // Transactions larger than the page cache spill uncommitted frames and
 // rewrite them, reading them back to checksum them again; larger than
 // the buffer, they are written out in pieces; rolled back, their frames
