@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"sync/atomic"
 	"time"
@@ -107,8 +108,16 @@ const (
 	// answering fails the batch (ErrUnavailable) instead of hanging it.
 	batchTimeout = 30 * time.Second
 	// batchAttempts is how often a batch is run when PostgreSQL aborts it
-	// as a deadlock victim or for a serialization failure.
-	batchAttempts = 5
+	// as a deadlock victim or for a serialization failure. Five, run back
+	// to back, were too few on a loaded machine: with two replicas'
+	// reviews and proposals of one step racing, fourteen proposals, a
+	// batch's worth, were answered 503 at once
+	// (TestShadowCapReplicasPostgres under `go test -race ./...`).
+	batchAttempts = 10
+	// retryPause bounds the random pause before a batch's next attempt,
+	// times the attempts so far: the deadlock's winner commits meanwhile,
+	// and the two replicas' next batches do not meet again in step.
+	retryPause = 10 * time.Millisecond
 	// lockNamespace is the first key of ladder's advisory locks ("ladd").
 	lockNamespace = 0x6c616464
 )
@@ -408,6 +417,13 @@ func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []erro
 			continue
 		case retry && attempt < batchAttempts:
 			s.log.Warn("write batch aborted; running it again", "ops", len(ops), "attempt", attempt, "err", err)
+			pause := time.NewTimer(mrand.N(time.Duration(attempt) * retryPause))
+			select {
+			case <-pause.C:
+			case <-ctx.Done():
+				pause.Stop()
+				return groupcommit.Fail(len(ops), s.mapErr(fmt.Errorf("%w (before attempt %d: %w)", err, attempt+1, ctx.Err())))
+			}
 			attempt++
 			continue
 		}
