@@ -139,7 +139,7 @@ func registerWALVFS() error {
 // walOpen is the VFS's xOpen: the unix VFS opens every file, and a WAL
 // file's methods are swapped for the gathering ones.
 func walOpen(tls *libc.TLS, _ uintptr, zName uintptr, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
-	open := *(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_vfs](walVFS.real).FxOpen))
+	open := goFunc[func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32](at[sqlite3.Tsqlite3_vfs](walVFS.real).FxOpen)
 	// The unix VFS's own pointer: it keeps it in the file and reads its
 	// lock finder from it.
 	rc := open(tls, walVFS.real, zName, pFile, flags, pOutFlags)
@@ -230,53 +230,55 @@ func (f *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 
 func (f *walFile) write(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
 	walWrites.Add(1)
-	write := *(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxWrite))
-	return write(tls, pFile, pBuf, amt, off)
+	return goFunc[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](at[sqlite3.Tsqlite3_io_methods](f.real).FxWrite)(tls, pFile, pBuf, amt, off)
+}
+
+// flushed writes out what pFile's handle holds and returns the unix
+// VFS's methods for the file, for a method to carry on with; or SQLite's
+// error for the failed write.
+func flushed(tls *libc.TLS, pFile uintptr) (*sqlite3.Tsqlite3_io_methods, int32) {
+	f := at[walFile](pFile + walVFS.off)
+	return at[sqlite3.Tsqlite3_io_methods](f.real), f.flush(tls, pFile)
 }
 
 func walSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
-	f := at[walFile](pFile + walVFS.off)
-	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+	real, rc := flushed(tls, pFile)
+	if rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	sync := *(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxSync))
-	return sync(tls, pFile, flags)
+	return goFunc[func(*libc.TLS, uintptr, int32) int32](real.FxSync)(tls, pFile, flags)
 }
 
 func walRead(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
-	f := at[walFile](pFile + walVFS.off)
-	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+	real, rc := flushed(tls, pFile)
+	if rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	read := *(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxRead))
-	return read(tls, pFile, pBuf, amt, off)
+	return goFunc[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](real.FxRead)(tls, pFile, pBuf, amt, off)
 }
 
 func walTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
-	f := at[walFile](pFile + walVFS.off)
-	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+	real, rc := flushed(tls, pFile)
+	if rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	truncate := *(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxTruncate))
-	return truncate(tls, pFile, size)
+	return goFunc[func(*libc.TLS, uintptr, int64) int32](real.FxTruncate)(tls, pFile, size)
 }
 
 func walFileSize(tls *libc.TLS, pFile, pSize uintptr) int32 {
-	f := at[walFile](pFile + walVFS.off)
-	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+	real, rc := flushed(tls, pFile)
+	if rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	size := *(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxFileSize))
-	return size(tls, pFile, pSize)
+	return goFunc[func(*libc.TLS, uintptr, uintptr) int32](real.FxFileSize)(tls, pFile, pSize)
 }
 
 func walFileControl(tls *libc.TLS, pFile uintptr, op int32, pArg uintptr) int32 {
-	f := at[walFile](pFile + walVFS.off)
-	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+	real, rc := flushed(tls, pFile)
+	if rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	control := *(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](f.real).FxFileControl))
-	return control(tls, pFile, op, pArg)
+	return goFunc[func(*libc.TLS, uintptr, int32, uintptr) int32](real.FxFileControl)(tls, pFile, op, pArg)
 }
 
 // walClose writes the held bytes out (SQLite closes the WAL only after
@@ -290,8 +292,7 @@ func walClose(tls *libc.TLS, pFile uintptr) int32 {
 	}
 	real := f.real
 	*f = walFile{}
-	closeFn := *(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&at[sqlite3.Tsqlite3_io_methods](real).FxClose))
-	if crc := closeFn(tls, pFile); rc == sqlite3.SQLITE_OK {
+	if crc := goFunc[func(*libc.TLS, uintptr) int32](at[sqlite3.Tsqlite3_io_methods](real).FxClose)(tls, pFile); rc == sqlite3.SQLITE_OK {
 		rc = crc
 	}
 	return rc
@@ -309,4 +310,8 @@ func cAlloc[T any](tls *libc.TLS) uintptr {
 
 // cFunc turns a top-level function into the pointer SQLite's translated
 // C calls: a Go func value is a pointer to its static closure.
-func cFunc[T any](f T) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
+func cFunc[F any](f F) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
+
+// goFunc is cFunc's inverse: the function SQLite's pointer p stands for,
+// as an F, the function's signature in the translated C.
+func goFunc[F any](p uintptr) F { return *(*F)(unsafe.Pointer(&p)) }
