@@ -11,9 +11,10 @@ import (
 )
 
 // walVFSName is the SQLite VFS the writer connection opens its database
-// through: SQLite's own "unix" VFS, except that writes to the WAL file
-// are gathered in memory and reach the kernel in one pwrite when SQLite
-// syncs the WAL (or does anything else to that file).
+// through: SQLite's own "unix" VFS, except that a transaction's writes to
+// the WAL file are gathered in memory and reach the kernel in one pwrite
+// when its commit frame is complete (or SQLite does anything else to the
+// file first).
 //
 // Why: SQLite writes every WAL frame as two pwrites, its 24-byte header
 // and then the page, and no pragma changes that. A commit of the group

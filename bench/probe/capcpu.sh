@@ -7,36 +7,59 @@
 # `ladder demo` from BIN on 127.0.0.1:PORT with its files in a temporary
 # folder, drives it with bench/loadgen (build it first:
 # go build -o bench/bin/ ./bench/loadgen), and stops the demo by its pid.
-LOADGEN=${LOADGEN:-$(cd "$(dirname "$0")/.." && pwd)/bin/loadgen}
+# With STANDIN=127.0.0.1:PORT2 the stand-in systems run in a process of
+# their own there (bench/standin: go build -o bench/bin/ ./bench/standin)
+# and the demo calls them (--upstream), so the demo's CPU is ladder's
+# alone; the stand-in's CPU a call is printed too, a yardstick of the
+# machine's speed at that moment. Each line also gives the group commit's
+# writes a commit and commits a call, from /metrics.
+BENCHBIN=$(cd "$(dirname "$0")/.." && pwd)/bin
+LOADGEN=${LOADGEN:-$BENCHBIN/loadgen}
 set -u
-BIN=$1; PORT=$2; DUR=${3:-8s}; PERF=${4:-}
+BIN=$1; PORT=$2; DUR=${3:-8s}; PERF=${4:-}; STANDIN=${STANDIN:-}
 T=$(mktemp -d /tmp/capcpu-XXXX)
-$BIN demo --addr 127.0.0.1:$PORT --db $T/l.db --keys $T/keys.json --gateway $T/g.yaml --env-file $T/d.env >$T/out 2>$T/log &
+S=
+upstream=()
+if [ -n "$STANDIN" ]; then
+  "${STANDIN_BIN:-$BENCHBIN/standin}" -addr "$STANDIN" >$T/standin.out 2>$T/standin.log &
+  S=$!
+  for i in $(seq 100); do [ -s $T/standin.out ] && break; sleep 0.1; done
+  upstream=(--upstream "http://$STANDIN")
+fi
+$BIN demo "${upstream[@]}" --addr 127.0.0.1:$PORT --db $T/l.db --keys $T/keys.json --gateway $T/g.yaml --env-file $T/d.env >$T/out 2>$T/log &
 P=$!
 for i in $(seq 3000); do [ -s $T/keys.json ] && break; sleep 0.1; done
 sleep 1
-UP=$(grep -m1 '"msg":"demo upstream listening"' $T/log | sed -n 's/.*"url":"\([^"]*\)".*/\1/p')
+if [ -n "$STANDIN" ]; then UP=http://$STANDIN; else
+UP=$(grep -m1 '"msg":"demo upstream listening"' $T/log | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); fi
 scope='"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"'
-tk() { awk '{print $14+$15}' /proc/$P/stat; }
+tk() { awk '{print $14+$15}' /proc/$1/stat; }
+commits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} END {print c+0, w+0}'; }
 run() { # name, loadgen args...
   local name=$1; shift
   "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
-  local c0=$(tk)
+  local c0=$(tk $P) s0=0 m0=$(commits)
+  [ -z "$S" ] || s0=$(tk $S)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
   "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $T/$name.json
-  local c1=$(tk)
+  local c1=$(tk $P) s1=0 m1=$(commits)
+  [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
-  python3 - "$name" "$T/$name.json" $((c1-c0)) <<'PY'
+  python3 - "$name" "$T/$name.json" $((c1-c0)) $((s1-s0)) $m0 $m1 <<'PY'
 import json,sys
-name,f,ticks=sys.argv[1],sys.argv[2],int(sys.argv[3])
+name,f,ticks,sticks=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4])
+c0,w0,c1,w1=map(float,sys.argv[5:9])
 d=json.load(open(f))
 ok=d['calls']; rate=d['calls_per_s']
-print(name, 'calls', ok, 'errors', d['errors'], 'rate %.0f' % rate, 'p99 %.1f' % d['p99_ms'], 'demo cpu us/call %.0f' % (ticks*1e4/ok if ok else -1))
+line=[name, 'calls', ok, 'errors', d['errors'], 'rate %.0f' % rate, 'p99 %.1f' % d['p99_ms'], 'demo cpu us/call %.0f' % (ticks*1e4/ok if ok else -1)]
+if sticks: line.append('standin cpu us/call %.0f' % (sticks*1e4/ok))
+if c1 > c0 and ok: line.append('writes/commit %.1f commits/call %.3f' % ((w1-w0)/(c1-c0), (c1-c0)/ok))
+print(*line)
 PY
 }
 run direct -url "$UP/ledger/mcp" -tool readLedger -args "{$scope}"
 run capability -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace partner-programs -tool ticket6:readLedger -args "{$scope,\"payload\":{}}"
 run route -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace vantrow-bills -tool route_item -args '{"step":"post_tms","item":"BENCH-{run}-{n}"}'
 grep -E "VmHWM" /proc/$P/status
-kill $P; wait $P 2>/dev/null
+kill $P $S; wait $P $S 2>/dev/null
 [ -n "$PERF" ] && echo "perf data in $T" || rm -rf $T
