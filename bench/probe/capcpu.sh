@@ -11,8 +11,10 @@
 # their own there (bench/standin: go build -o bench/bin/ ./bench/standin)
 # and the demo calls them (--upstream), so the demo's CPU is ladder's
 # alone; the stand-in's CPU a call is printed too, a yardstick of the
-# machine's speed at that moment. Each line also gives the group commit's
-# writes a commit and commits a call, from /metrics.
+# machine's speed at that moment. Each line also gives the share of the
+# demo's CPU spent in the kernel (/proc), and from /metrics the group
+# commit's writes a commit and commits a call, and the demo's heap
+# allocated and garbage collections a call.
 BENCHBIN=$(cd "$(dirname "$0")/.." && pwd)/bin
 LOADGEN=${LOADGEN:-$BENCHBIN/loadgen}
 set -u
@@ -34,26 +36,28 @@ if [ -n "$STANDIN" ]; then UP=http://$STANDIN; else
 UP=$(grep -m1 '"msg":"demo upstream listening"' $T/log | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); fi
 scope='"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"'
 tk() { awk '{print $14+$15}' /proc/$1/stat; }
-commits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} END {print c+0, w+0}'; }
+stk() { awk '{print $15}' /proc/$1/stat; }
+commits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} /^go_memstats_alloc_bytes_total/ {a=$2} /^go_gc_duration_seconds_count/ {g=$2} END {printf "%d %d %.0f %d\n", c, w, a, g}'; }
 run() { # name, loadgen args...
   local name=$1; shift
   "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
-  local c0=$(tk $P) s0=0 m0=$(commits)
+  local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(commits)
   [ -z "$S" ] || s0=$(tk $S)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
   "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $T/$name.json
-  local c1=$(tk $P) s1=0 m1=$(commits)
+  local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(commits)
   [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
-  python3 - "$name" "$T/$name.json" $((c1-c0)) $((s1-s0)) $m0 $m1 <<'PY'
+  python3 - "$name" "$T/$name.json" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) <<'PY'
 import json,sys
 name,f,ticks,sticks=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4])
-c0,w0,c1,w1=map(float,sys.argv[5:9])
+c0,w0,a0,g0,c1,w1,a1,g1,kt=map(float,sys.argv[5:14])
 d=json.load(open(f))
 ok=d['calls']; rate=d['calls_per_s']
-line=[name, 'calls', ok, 'errors', d['errors'], 'rate %.0f' % rate, 'p99 %.1f' % d['p99_ms'], 'demo cpu us/call %.0f' % (ticks*1e4/ok if ok else -1)]
+line=[name, 'calls', ok, 'errors', d['errors'], 'rate %.0f' % rate, 'p99 %.1f' % d['p99_ms'], 'demo cpu us/call %.0f' % (ticks*1e4/ok if ok else -1), 'kernel %.0f%%' % (100*kt/ticks if ticks else 0)]
 if sticks: line.append('standin cpu us/call %.0f' % (sticks*1e4/ok))
 if c1 > c0 and ok: line.append('writes/commit %.1f commits/call %.3f' % ((w1-w0)/(c1-c0), (c1-c0)/ok))
+if ok: line.append('alloc KB/call %.1f GCs/call %.4f' % ((a1-a0)/ok/1024, (g1-g0)/ok))
 print(*line)
 PY
 }
