@@ -37,15 +37,17 @@ UP=$(grep -m1 '"msg":"demo upstream listening"' $T/log | sed -n 's/.*"url":"\([^
 scope='"program":"partner-2027","relationship":"relationship:partner-2027:creator-1"'
 tk() { awk '{print $14+$15}' /proc/$1/stat; }
 stk() { awk '{print $15}' /proc/$1/stat; }
-commits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} /^go_memstats_alloc_bytes_total/ {a=$2} /^go_gc_duration_seconds_count/ {g=$2} END {printf "%d %d %.0f %d\n", c, w, a, g}'; }
+# scrape: from /metrics, the group commit's commits and writes, the heap
+# allocated and the collections so far.
+scrape() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} /^go_memstats_alloc_bytes_total/ {a=$2} /^go_gc_duration_seconds_count/ {g=$2} END {printf "%d %d %.0f %d\n", c, w, a, g}'; }
 run() { # name, loadgen args...
   local name=$1; shift
   "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
-  local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(commits)
+  local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(scrape)
   [ -z "$S" ] || s0=$(tk $S)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
   "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $T/$name.json
-  local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(commits)
+  local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(scrape)
   [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
   python3 - "$name" "$T/$name.json" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) <<'PY'
