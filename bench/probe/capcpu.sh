@@ -15,10 +15,17 @@
 # demo's CPU spent in the kernel (/proc), and from /metrics the group
 # commit's writes a commit and commits a call, and the demo's heap
 # allocated and garbage collections a call.
+# With PAIRS=N it runs only the capability budget, as N pairs of the
+# stand-in called directly and the call through ladder, each pair in the
+# other order from the last (ABBA), and ends with each pair's ratio and
+# the pooled one (ladder's calls over the direct calls, all pairs): the
+# machine's speed drifts by a fifth from minute to minute here, and a
+# ratio of two loads run minutes apart moves with it (BENCHMARKS.md,
+# "Issue 22 (session 22)").
 BENCHBIN=$(cd "$(dirname "$0")/.." && pwd)/bin
 LOADGEN=${LOADGEN:-$BENCHBIN/loadgen}
 set -u
-BIN=$1; PORT=$2; DUR=${3:-8s}; PERF=${4:-}; STANDIN=${STANDIN:-}
+BIN=$1; PORT=$2; DUR=${3:-8s}; PERF=${4:-}; STANDIN=${STANDIN:-}; PAIRS=${PAIRS:-0}
 T=$(mktemp -d /tmp/capcpu-XXXX)
 S=
 upstream=()
@@ -40,17 +47,19 @@ stk() { awk '{print $15}' /proc/$1/stat; }
 # scrape: from /metrics, the group commit's commits and writes, the heap
 # allocated and the collections so far.
 scrape() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^ladder_store_commits_total/ {c+=$2} /^ladder_store_writes_total/ {w+=$2} /^go_memstats_alloc_bytes_total/ {a=$2} /^go_gc_duration_seconds_count/ {g=$2} END {printf "%d %d %.0f %d\n", c, w, a, g}'; }
-run() { # name, loadgen args...
+run() { # name, loadgen args... (the result in $T/name.json, or name.K.json in pair K)
   local name=$1; shift
+  local out=$T/$name.json
+  [ "$PAIRS" = 0 ] || out=$T/$name.$pair.json
   "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
   local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(scrape)
   [ -z "$S" ] || s0=$(tk $S)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
-  "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $T/$name.json
+  "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $out
   local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(scrape)
   [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
-  python3 - "$name" "$T/$name.json" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) <<'PY'
+  python3 - "$name" "$out" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) <<'PY'
 import json,sys
 name,f,ticks,sticks=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4])
 c0,w0,a0,g0,c1,w1,a1,g1,kt=map(float,sys.argv[5:14])
@@ -64,8 +73,26 @@ if ok: line.append('alloc KB/call %.1f GCs/call %.4f' % ((a1-a0)/ok/1024, (g1-g0
 print(*line)
 PY
 }
-run direct -url "$UP/ledger/mcp" -tool readLedger -args "{$scope}"
-run capability -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace partner-programs -tool ticket6:readLedger -args "{$scope,\"payload\":{}}"
+direct() { run direct -url "$UP/ledger/mcp" -tool readLedger -args "{$scope}"; }
+capability() { run capability -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace partner-programs -tool ticket6:readLedger -args "{$scope,\"payload\":{}}"; }
+if [ "$PAIRS" != 0 ]; then
+  for pair in $(seq "$PAIRS"); do
+    if [ $((pair % 2)) = 1 ]; then direct; capability; else capability; direct; fi
+  done
+  python3 - "$T" "$PAIRS" <<'PY'
+import json,sys
+T,n=sys.argv[1],int(sys.argv[2])
+rate=lambda name,k: json.load(open(f'{T}/{name}.{k}.json'))['calls_per_s']
+d=[rate('direct',k) for k in range(1,n+1)]; c=[rate('capability',k) for k in range(1,n+1)]
+print('pair ratios', ' '.join('%.3f' % (b/a) for a,b in zip(d,c)))
+print('pooled: direct %.0f calls/s, through ladder %.0f, ratio %.3f' % (sum(d)/n, sum(c)/n, sum(c)/sum(d)))
+PY
+  kill $P $S; wait $P $S 2>/dev/null
+  [ -n "$PERF" ] && echo "perf data in $T" || rm -rf $T
+  exit 0
+fi
+direct
+capability
 run route -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace vantrow-bills -tool route_item -args '{"step":"post_tms","item":"BENCH-{run}-{n}"}'
 grep -E "VmHWM" /proc/$P/status
 kill $P $S; wait $P $S 2>/dev/null
