@@ -87,13 +87,11 @@ d=[rate('direct',k) for k in range(1,n+1)]; c=[rate('capability',k) for k in ran
 print('pair ratios', ' '.join('%.3f' % (b/a) for a,b in zip(d,c)))
 print('pooled: direct %.0f calls/s, through ladder %.0f, ratio %.3f' % (sum(d)/n, sum(c)/n, sum(c)/sum(d)))
 PY
-  kill $P $S; wait $P $S 2>/dev/null
-  [ -n "$PERF" ] && echo "perf data in $T" || rm -rf $T
-  exit 0
+else
+  direct
+  capability
+  run route -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace vantrow-bills -tool route_item -args '{"step":"post_tms","item":"BENCH-{run}-{n}"}'
+  grep -E "VmHWM" /proc/$P/status
 fi
-direct
-capability
-run route -url "http://127.0.0.1:$PORT/mcp" -demo-keys $T/keys.json -workspace vantrow-bills -tool route_item -args '{"step":"post_tms","item":"BENCH-{run}-{n}"}'
-grep -E "VmHWM" /proc/$P/status
 kill $P $S; wait $P $S 2>/dev/null
 [ -n "$PERF" ] && echo "perf data in $T" || rm -rf $T
