@@ -134,9 +134,12 @@ for _ in $(seq 3000); do [ -s "$tmp/keys.json" ] && break; sleep 0.1; done
 # stand-in ledger called directly, the capability call through ladder):
 # phase NAME resets the kernel's peak mark before a load and phase_end
 # keeps the peak after it. The kernel's peak says how much, not what, so
-# sample_peak also samples the demo every 0.2 s and, at each new high of
+# sample_peak also samples the demo every second and, at each new high of
 # the phase, keeps its anonymous/file split and the Go runtime's figures
-# from /metrics.
+# from /metrics. It reads with shell builtins and ticks once a second: a
+# loop that forked awk and cat every 0.2 s and scraped /metrics at each
+# new high took ~9% off route_item's calls/s (BENCHMARKS.md, "Issue 22
+# (session 23)"), and the peak itself is the kernel's mark, not a sample.
 phase() {
 	echo 5 >"/proc/$demo_pid/clear_refs" 2>/dev/null || true
 	echo "$1" >"$tmp/phase"
@@ -147,10 +150,18 @@ phase_end() {
 }
 echo - >"$tmp/phase"
 sample_peak() {
-	local max=0 cur=- ph rss anon file
-	while read -r rss anon file < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {print r, a, f}' "/proc/$demo_pid/status" 2>/dev/null); do
+	local max=0 cur=- ph k v rest rss anon file
+	while :; do
+		rss= anon= file=
+		while read -r k v rest; do
+			case $k in
+			VmRSS:) rss=$v ;;
+			RssAnon:) anon=$v ;;
+			RssFile:) file=$v ;;
+			esac
+		done 2>/dev/null <"/proc/$demo_pid/status" || break
 		[ -n "$rss" ] || break
-		ph=$(cat "$tmp/phase")
+		read -r ph <"$tmp/phase" || ph=-
 		[ "$ph" = "$cur" ] || { cur=$ph; max=0; }
 		if [ "$cur" != - ] && [ "$rss" -gt "$max" ]; then
 			max=$rss
@@ -160,7 +171,7 @@ sample_peak() {
 			} >"$tmp/peak.new"
 			mv "$tmp/peak.new" "$tmp/peak.$cur"
 		fi
-		sleep 0.2
+		sleep 1
 	done
 }
 sample_peak &
