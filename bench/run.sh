@@ -161,7 +161,11 @@ sample_peak() {
 			esac
 		done 2>/dev/null <"/proc/$demo_pid/status" || break
 		[ -n "$rss" ] || break
-		read -r ph <"$tmp/phase" || ph=-
+		# A read that meets phase() between its truncate and its write finds
+		# nothing; it keeps the phase, or the next sample would restart the
+		# phase's maximum and overwrite its peak with a lower one.
+		read -r ph <"$tmp/phase" || true
+		[ -n "$ph" ] || ph=$cur
 		[ "$ph" = "$cur" ] || { cur=$ph; max=0; }
 		if [ "$cur" != - ] && [ "$rss" -gt "$max" ]; then
 			max=$rss
