@@ -193,6 +193,9 @@ var (
 // serveStack serves st until ctx ends, then shuts down gracefully, letting
 // in-flight requests finish.
 func serveStack(ctx context.Context, st *stack, o serveOptions) error {
+	if _, ok := st.store.(*sqlite.Store); ok {
+		raiseProcs(st.getenv, st.log)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := checkToolDefinitions(ctx, st, reg); err != nil {
