@@ -8,10 +8,13 @@ import (
 // minProcs is the fewest processors (GOMAXPROCS) a server on SQLite runs
 // Go code on. The group commit's writer holds its processor through the
 // WAL's fsync (0.3–1 ms here), and the runtime gives a processor blocked
-// in a system call to other goroutines only once its monitor has seen the
-// call span two of its ticks, which grow to 10 ms when it finds little to
-// do. With one processor nothing else runs while the disk syncs: requests
-// queue behind every commit and the batches shrink to one or two writes.
+// in a system call to other goroutines only once its monitor (sysmon) has
+// seen the same call on two of its ticks: 20 µs apart at the least, up to
+// 10 ms when it finds little to do, and ~0.3 ms on average on this
+// machine kind (~3,500 ticks a second, BENCHMARKS.md session 21), so an
+// fsync mostly ends first. With one processor nothing else then runs while
+// the disk syncs: requests queue behind every commit and the batches
+// shrink to one or two writes.
 // Measured on one CPU (BENCHMARKS.md, "Issue 22 (session 23)"): route_item
 // 1,779 calls/s with one processor and 4,243 with two, the capability call
 // 553 and 1,588. Go picks one processor for one CPU, and since Go 1.25 for
