@@ -1,5 +1,5 @@
-// Package loadkit holds what the load tools under bench/ (routes, replicas)
-// share: starting `ladder serve` and an agent key on it, a closed-loop load
+// Package loadkit holds what the load tools under bench/ (routes, replicas, startup)
+// share: starting `ladder serve` (and timing its start) and an agent key on it, a closed-loop load
 // with its latency percentiles, posting JSON to a running ladder, naming a
 // throwaway PostgreSQL schema and dropping it, and printing a latency.
 package loadkit
@@ -79,39 +79,71 @@ func Post(c *http.Client, method, url, key string, body any) (int, []byte, error
 // extended by env, and waits up to ready for /readyz to answer 200. stop
 // interrupts it and waits for it to exit (killing it after 15 s).
 func Serve(bin, addr string, args, env []string, client *http.Client, ready time.Duration) (base string, stop func(), err error) {
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	p, err := Start(bin, addr, args, env)
+	if err != nil {
 		return "", nil, err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop = func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+	if _, err := p.Await(client, "/readyz", 20*time.Millisecond, ready); err != nil {
+		p.Stop()
+		return "", nil, err
 	}
-	base = "http://" + addr
-	for deadline := time.Now().Add(ready); ; {
-		if st, _, err := Post(client, "GET", base+"/readyz", "", nil); err == nil && st == 200 {
-			return base, stop, nil
+	return p.Base, p.Stop, nil
+}
+
+// Process is one `ladder serve` started by Start.
+type Process struct {
+	// Base is its URL, http://addr.
+	Base    string
+	started time.Time
+	cmd     *exec.Cmd
+	logs    *bytes.Buffer
+	exited  chan struct{}
+}
+
+// Start starts `ladder serve` from bin with args on addr, its environment
+// extended by env, and returns without waiting for it.
+func Start(bin, addr string, args, env []string) (*Process, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &Process{Base: "http://" + addr, cmd: cmd, logs: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// Await polls path every interval until it answers 200 and returns how long
+// after the start that was; it fails when the process exits first or within
+// passes.
+func (p *Process) Await(client *http.Client, path string, every, within time.Duration) (time.Duration, error) {
+	for deadline := time.Now().Add(within); ; {
+		if st, _, err := Post(client, "GET", p.Base+path, "", nil); err == nil && st == 200 {
+			return time.Since(p.started), nil
 		}
 		select {
-		case <-exited:
-			return "", nil, fmt.Errorf("ladder serve exited: %s", logs.String())
+		case <-p.exited:
+			return 0, fmt.Errorf("ladder serve exited: %s", p.logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("ladder serve not ready within %s", ready)
+			return 0, fmt.Errorf("ladder serve: %s not 200 within %s", path, within)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(every)
+	}
+}
+
+// Stop interrupts the process and waits for it to exit (killing it after
+// 15 s).
+func (p *Process) Stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 
