@@ -126,9 +126,10 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		}
 		actx, sp := tracing.Start(r.Context(), s.tracer, tracing.SpanAuthenticate)
 		var err error
-		if path == "/mcp" && r.Method == http.MethodPost {
-			// The MCP surface confirms a key taken from the view of
-			// verified keys at its commit, or before it answers.
+		if r.Method == http.MethodPost && (path == "/mcp" || path == "/v1/route") {
+			// The MCP surface and POST /v1/route (authChecked) confirm a
+			// key taken from the view of verified keys at its commit, or
+			// before they answer.
 			p, hinted, err = s.svc.AuthenticateHint(actx, tok)
 		} else {
 			p, err = s.svc.Authenticate(actx, tok)
@@ -219,8 +220,8 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 	if authed {
 		// The MCP surface behind this door takes the key as verified here
 		// rather than reading it again in the same request. A hinted key
-		// is never a REST handler's principal: only the MCP surface knows
-		// to confirm it.
+		// is a REST handler's principal only through authChecked, which
+		// confirms it; every other handler reads the key again (auth).
 		ctx := r.Context()
 		if !hinted {
 			ctx = context.WithValue(ctx, principalKey{}, p)

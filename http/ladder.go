@@ -9,7 +9,7 @@ import (
 // ladderRoutes registers the ladder's REST endpoints (routes, reviews,
 // outcomes, steps, evidence, pins).
 func (s *Server) ladderRoutes() {
-	s.handle("POST /v1/route", s.auth(s.route, ladder.KeyAgent))
+	s.handle("POST /v1/route", s.authChecked(s.route, ladder.KeyAgent))
 	s.handle("POST /v1/routes/{route_id}/review", s.auth(s.review, ladder.KeyHuman))
 	s.handle("POST /v1/outcomes", s.auth(s.outcome, ladder.KeyAgent, ladder.KeyHuman))
 	s.handle("GET /v1/steps", s.auth(s.steps, ladder.KeyAgent, ladder.KeyHuman))
@@ -25,6 +25,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) error {
 	}
 	rt, err := s.svc.Route(r.Context(), principal(r), req)
 	if err != nil {
+		return err
+	}
+	if err := s.confirmKey(r); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, rt)

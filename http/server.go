@@ -284,6 +284,67 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 	}
 }
 
+// authChecked is auth for a handler that may take its key from the
+// service's view of verified keys, as the front door found it for POST
+// /v1/route (service.AuthenticateHint), instead of reading it again: the
+// handler's writes commit only while the key is active
+// (ladder.RequireActiveKey), and the handler calls confirmKey before it
+// writes its answer, which reads the key from the store unless one of
+// those writes committed. An error the handler returns unwritten is
+// answered only after the same confirmation, so a key revoked since it
+// was verified is refused on every path, as the door would refuse it.
+func (s *Server) authChecked(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
+	inner := s.auth(h, kinds...)
+	return func(w http.ResponseWriter, r *http.Request) error {
+		tok, _ := ladder.BearerToken(mcpwire.HeaderValue(r.Header, "Authorization"))
+		p, hinted, ok := ladder.VerifiedKey(r.Context(), tok)
+		if !ok || !hinted {
+			return inner(w, r)
+		}
+		ctx, kc := ladder.RequireActiveKey(r.Context(), p.KeyID)
+		c := &keyConfirmation{kc: kc, p: p}
+		ctx = context.WithValue(context.WithValue(ctx, principalKey{}, p), keyConfirmationKey{}, c)
+		if err := inner(w, r.WithContext(ctx)); err != nil {
+			if kerr := c.confirm(ctx, s.svc); kerr != nil {
+				return kerr
+			}
+			return err
+		}
+		return nil
+	}
+}
+
+type keyConfirmationKey struct{}
+
+// keyConfirmation is the one confirmation a request authenticated from the
+// view of verified keys may need (authChecked).
+type keyConfirmation struct {
+	kc   *ladder.KeyCheck
+	p    ladder.Principal
+	done bool
+	err  error
+}
+
+// confirm reads the key from the store, once, unless a write of the
+// request committed under the key's check: nil while the key is active.
+func (c *keyConfirmation) confirm(ctx context.Context, svc *service.Service) error {
+	if c.done || (c.kc.Confirmed() && !c.kc.Refused()) {
+		return c.err
+	}
+	c.done, c.err = true, svc.ConfirmKey(ctx, c.p)
+	return c.err
+}
+
+// confirmKey is what a handler under authChecked calls before it writes
+// its answer: nil when the request's key is active (or was read from the
+// store, not the view), else the refusal to answer with instead.
+func (s *Server) confirmKey(r *http.Request) error {
+	if c, ok := r.Context().Value(keyConfirmationKey{}).(*keyConfirmation); ok {
+		return c.confirm(r.Context(), s.svc)
+	}
+	return nil
+}
+
 // DefaultChallenge is the WWW-Authenticate value of a 401 without OAuth
 // configured.
 func DefaultChallenge(string, *ladder.Error) string { return `Bearer realm="ladder"` }

@@ -609,18 +609,52 @@ func (k keyRefused) Error() string { return k.e.Error() }
 // checkedRun runs a tools/call of a hinted key: its writes commit only
 // while the key is active (ladder.RequireActiveKey), and unless one of
 // them committed (and none was refused) the key is confirmed from the
-// store before the answer.
+// store before the answer. A refusal of the run is counted only when it
+// is the answer, not when the key's refusal replaces it, so
+// ladder_refusals_total counts each answered refusal once.
 func (h *Handler) checkedRun(ctx context.Context, run toolRun, p ladder.Principal) (context.Context, toolRun) {
 	ctx, kc := ladder.RequireActiveKey(ctx, p.KeyID)
 	return ctx, func(ctx context.Context, p ladder.Principal, args json.RawMessage) (*sdk.CallToolResult, error) {
-		res, err := run(ctx, p, args)
+		held := &heldRefusal{Context: ctx}
+		res, err := run(held, p, args)
 		if !kc.Confirmed() || kc.Refused() {
 			if kerr := h.confirmKey(ctx, p); kerr != nil {
 				return nil, keyRefused{kerr}
 			}
 		}
+		if held.code != "" {
+			h.countRefusal(ctx, held.code)
+		}
 		return res, err
 	}
+}
+
+type heldRefusalKey struct{}
+
+// heldRefusal is the context of a checked run, holding the run's refusal
+// until checkedRun knows it is the answer: one allocation a call, where
+// context.WithValue and the holder would be two.
+type heldRefusal struct {
+	context.Context
+	code ladder.Code
+}
+
+// Value finds the holder under heldRefusalKey and the rest in the parent.
+func (c *heldRefusal) Value(key any) any {
+	if key == (heldRefusalKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// countRefusal counts a tool run's refusal in ladder_refusals_total, or
+// holds it for checkedRun.
+func (h *Handler) countRefusal(ctx context.Context, code ladder.Code) {
+	if held, ok := ctx.Value(heldRefusalKey{}).(*heldRefusal); ok {
+		held.code = code
+		return
+	}
+	h.refusals.WithLabelValues("mcp", string(code)).Inc()
 }
 
 // refuseKey answers a request whose key the server does not accept, with

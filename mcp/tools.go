@@ -271,7 +271,7 @@ func (h *Handler) runner(name string, call func(ctx context.Context, p ladder.Pr
 		text, structured, err := call(ctx, p, args)
 		if err != nil {
 			e := ladder.AsError(err).Render(ladder.SurfaceMCP)
-			h.refusals.WithLabelValues("mcp", string(e.Code)).Inc()
+			h.countRefusal(ctx, e.Code)
 			if e.Code == ladder.CodeInternal {
 				h.log.ErrorContext(ctx, "tool failed", "tool", name, "err", err)
 			}
