@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -28,7 +27,6 @@ import (
 	"github.com/ladderhq/ladder/bench/internal/loadkit"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/config"
 )
 
 type options struct {
@@ -72,15 +70,11 @@ func run(o options) error {
 	if o.bins == "" || o.pg == "" {
 		return errors.New("-ladder and -pg are required")
 	}
-	dir, err := os.MkdirTemp("", "ladder-replicas-")
+	_, cfg, cleanup, err := loadkit.Workdir("ladder-replicas-", nil)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg := filepath.Join(dir, "ladder.yaml")
-	if err := os.WriteFile(cfg, config.Demo(), 0o600); err != nil {
-		return err
-	}
+	defer cleanup()
 	var results []result
 	for _, lb := range strings.Split(o.bins, ",") {
 		label, bin, ok := strings.Cut(lb, "=")

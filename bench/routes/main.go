@@ -18,16 +18,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/ladderhq/ladder/bench/internal/loadkit"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/config"
 )
 
 type options struct {
@@ -70,44 +66,21 @@ type result struct {
 }
 
 func run(o options) error {
-	dir, err := os.MkdirTemp("", "ladder-routes-")
+	dir, cfg, cleanup, err := loadkit.Workdir("ladder-routes-", &o.bin)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if o.bin == "" {
-		o.bin = filepath.Join(dir, "ladder")
-		if out, err := exec.Command("go", "build", "-o", o.bin, "./cmd/ladder").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/ladder (run from the repository root): %v\n%s", err, out)
-		}
-	}
-	cfg := filepath.Join(dir, "ladder.yaml")
-	if err := os.WriteFile(cfg, config.Demo(), 0o600); err != nil {
-		return err
-	}
+	defer cleanup()
+	names := map[string]string{"sqlite": "SQLite (WAL, synchronous=FULL)", "postgres": "PostgreSQL (synchronous_commit=on)"}
 	var results []result
-	for _, b := range strings.Split(o.backends, ",") {
-		var r result
-		switch b {
-		case "sqlite":
-			r, err = measure(o, cfg, "SQLite (WAL, synchronous=FULL)", filepath.Join(dir, "ladder.db"), nil)
-		case "postgres":
-			if o.pg == "" {
-				fmt.Fprintln(os.Stderr, "routes: no -pg DSN and LADDER_TEST_POSTGRES unset; skipping PostgreSQL")
-				continue
-			}
-			schema := "ladder_routes_" + loadkit.RandHex(6)
-			r, err = measure(o, cfg, "PostgreSQL (synchronous_commit=on)", o.pg, []string{"LADDER_PG_SCHEMA=" + schema})
-			if derr := loadkit.DropSchema(o.pg, schema); derr != nil {
-				fmt.Fprintln(os.Stderr, "routes: drop schema:", derr)
-			}
-		default:
-			return fmt.Errorf("unknown backend %q; use sqlite, postgres", b)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", b, err)
-		}
+	if err := loadkit.ForBackends("routes", o.backends, o.pg, func(b string) error {
+		db, env, drop := loadkit.FreshDB("routes", b, dir, "ladder", o.pg)
+		defer drop()
+		r, err := measure(o, cfg, names[b], db, env)
 		results = append(results, r)
+		return err
+	}); err != nil {
+		return err
 	}
 	how := "POST /v1/route"
 	if o.surface == "mcp" {

@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -27,7 +25,6 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/bench/internal/loadkit"
-	"github.com/ladderhq/ladder/config"
 )
 
 // poll is how often a round asks whether the server answers; a round's
@@ -65,53 +62,28 @@ type times struct {
 }
 
 func run(o options) error {
-	dir, err := os.MkdirTemp("", "ladder-startup-")
+	dir, cfg, cleanup, err := loadkit.Workdir("ladder-startup-", &o.bin)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if o.bin == "" {
-		o.bin = filepath.Join(dir, "ladder")
-		if out, err := exec.Command("go", "build", "-o", o.bin, "./cmd/ladder").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/ladder (run from the repository root): %v\n%s", err, out)
-		}
-	}
-	cfg := filepath.Join(dir, "ladder.yaml")
-	if err := os.WriteFile(cfg, config.Demo(), 0o600); err != nil {
-		return err
-	}
+	defer cleanup()
+	names := map[string]string{"sqlite": "SQLite, a new file", "postgres": "PostgreSQL, a new schema"}
 	var all []times
-	for _, b := range strings.Split(o.backends, ",") {
-		var t times
-		switch b {
-		case "sqlite":
-			t.backend = "SQLite, a new file"
-		case "postgres":
-			if o.pg == "" {
-				fmt.Fprintln(os.Stderr, "startup: no -pg DSN and LADDER_TEST_POSTGRES unset; skipping PostgreSQL")
-				continue
-			}
-			t.backend = "PostgreSQL, a new schema"
-		default:
-			return fmt.Errorf("unknown backend %q; use sqlite, postgres", b)
-		}
+	if err := loadkit.ForBackends("startup", o.backends, o.pg, func(b string) error {
+		t := times{backend: names[b]}
 		for i := range o.rounds {
-			var h, r time.Duration
-			if b == "sqlite" {
-				h, r, err = start(o.bin, cfg, filepath.Join(dir, fmt.Sprintf("round%d.db", i)), nil)
-			} else {
-				schema := "ladder_startup_" + loadkit.RandHex(6)
-				h, r, err = start(o.bin, cfg, o.pg, []string{"LADDER_PG_SCHEMA=" + schema})
-				if derr := loadkit.DropSchema(o.pg, schema); derr != nil {
-					fmt.Fprintln(os.Stderr, "startup: drop schema:", derr)
-				}
-			}
+			db, env, drop := loadkit.FreshDB("startup", b, dir, fmt.Sprintf("round%d", i), o.pg)
+			h, r, err := start(o.bin, cfg, db, env)
+			drop()
 			if err != nil {
-				return fmt.Errorf("%s, round %d: %w", b, i+1, err)
+				return fmt.Errorf("round %d: %w", i+1, err)
 			}
 			t.healthz, t.readyz = append(t.healthz, h), append(t.readyz, r)
 		}
 		all = append(all, t)
+		return nil
+	}); err != nil {
+		return err
 	}
 	fmt.Printf("\n`ladder serve` with the demo config, %d rounds a backend, polled every %s, %d CPUs, %s\n\n", o.rounds, poll, runtime.NumCPU(), runtime.Version())
 	fmt.Println("| backend | to /healthz 200, each round | median | to /readyz 200, median | slowest |")

@@ -15,12 +15,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ladderhq/ladder/config"
 )
 
 // Ms formats d in milliseconds with two decimals, as the tools print them.
@@ -144,6 +148,68 @@ func (p *Process) Stop() {
 	case <-time.After(15 * time.Second):
 		p.cmd.Process.Kill()
 		<-p.exited
+	}
+}
+
+// Workdir makes a temporary folder for a tool's run, named after prefix,
+// with the demo config in it (cfg). When bin points at "", it also builds
+// ./cmd/ladder there (run from the repository root) and sets *bin to the
+// binary. cleanup removes the folder.
+func Workdir(prefix string, bin *string) (dir, cfg string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if bin != nil && *bin == "" {
+		*bin = filepath.Join(dir, "ladder")
+		if out, err := exec.Command("go", "build", "-o", *bin, "./cmd/ladder").CombinedOutput(); err != nil {
+			cleanup()
+			return "", "", nil, fmt.Errorf("go build ./cmd/ladder (run from the repository root): %v\n%s", err, out)
+		}
+	}
+	cfg = filepath.Join(dir, "ladder.yaml")
+	if err := os.WriteFile(cfg, config.Demo(), 0o600); err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return dir, cfg, cleanup, nil
+}
+
+// ForBackends calls f for each backend named in list ("sqlite,postgres"),
+// in order, and stops at its first error; PostgreSQL is skipped, saying
+// so on standard error, when pg is "". tool names the caller in messages.
+func ForBackends(tool, list, pg string, f func(backend string) error) error {
+	for _, b := range strings.Split(list, ",") {
+		switch b {
+		case "sqlite":
+		case "postgres":
+			if pg == "" {
+				fmt.Fprintf(os.Stderr, "%s: no -pg DSN and LADDER_TEST_POSTGRES unset; skipping PostgreSQL\n", tool)
+				continue
+			}
+		default:
+			return fmt.Errorf("unknown backend %q; use sqlite, postgres", b)
+		}
+		if err := f(b); err != nil {
+			return fmt.Errorf("%s: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// FreshDB returns a new, empty database of backend for `ladder serve
+// --db` and the environment it needs: a file named name in dir, or for
+// postgres a new schema on pg (LADDER_PG_SCHEMA), which drop removes.
+func FreshDB(tool, backend, dir, name, pg string) (db string, env []string, drop func()) {
+	if backend != "postgres" {
+		return filepath.Join(dir, name+".db"), nil, func() {}
+	}
+	schema := "ladder_" + tool + "_" + RandHex(6)
+	return pg, []string{"LADDER_PG_SCHEMA=" + schema}, func() {
+		if err := DropSchema(pg, schema); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: drop schema: %v\n", tool, err)
+		}
 	}
 }
 
