@@ -1,7 +1,9 @@
-// Package loadkit holds what the load tools under bench/ (routes, replicas, startup)
-// share: starting `ladder serve` (and timing its start) and an agent key on it, a closed-loop load
-// with its latency percentiles, posting JSON to a running ladder, naming a
-// throwaway PostgreSQL schema and dropping it, and printing a latency.
+// Package loadkit holds what the load tools under bench/ (routes,
+// replicas, startup) share: their work folder with the demo config and a
+// build of ladder, the backends they measure and a fresh database on each,
+// starting `ladder serve` (and timing its start) and an agent key on it, a
+// closed-loop load with its latency percentiles, posting JSON to a running
+// ladder, dropping a throwaway PostgreSQL schema, and printing a latency.
 package loadkit
 
 import (
