@@ -79,6 +79,10 @@ trap cleanup EXIT INT TERM
 
 echo "building…" >&2
 (cd "$root" && go build -o "$bin/" ./bench/bareserver ./bench/plainserver ./bench/loadgen ./bench/standin ./cmd/ladder)
+# On disk before the demo starts, as an installed binary is: ladder hands
+# its start-up pages back to the kernel once up, and the kernel reclaims a
+# page of a file still being written only after writing it out.
+sync "$bin/ladder"
 
 # wait_port waits up to 60 s for a loopback port to accept connections.
 wait_port() {

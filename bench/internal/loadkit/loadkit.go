@@ -170,6 +170,15 @@ func Workdir(prefix string, bin *string) (dir, cfg string, cleanup func(), err e
 			return "", "", nil, fmt.Errorf("go build ./cmd/ladder (run from the repository root): %v\n%s", err, out)
 		}
 	}
+	if bin != nil {
+		// On disk, as an installed binary is: ladder hands its start-up
+		// pages back to the kernel once up, and the kernel reclaims a page
+		// of a file still being written only after writing it out.
+		if err := syncFile(*bin); err != nil {
+			cleanup()
+			return "", "", nil, err
+		}
+	}
 	cfg = filepath.Join(dir, "ladder.yaml")
 	if err := os.WriteFile(cfg, config.Demo(), 0o600); err != nil {
 		cleanup()
@@ -355,4 +364,14 @@ func CallRouteItem(client *http.Client, base, token string, args map[string]stri
 		return fmt.Sprintf("%d %s %v", resp.StatusCode, bytes.TrimSpace(b), err)
 	}
 	return ""
+}
+
+// syncFile writes the file at path through to disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
