@@ -2,23 +2,47 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Once a server is up, much of its executable's resident memory is code
 // and tables only start-up used: every package's initialisation, config
 // loading and CEL compilation, migrations, the demo's seeding. The kernel
 // maps the binary's pages 64 KiB at a time around each page touched, so
-// start-up leaves ~32 MiB of the ~38 MiB binary resident, of which a
+// start-up leaves ~32 MiB of the binary's ~36 MiB resident, of which a
 // request path uses ~20 (BENCHMARKS.md, "Issue 22 (session 25)").
-// releaseStartupPages hands those pages back once, as the server starts
-// answering (beside it: the call takes 5–20 ms); the code requests run is
-// read back in on first use and stays. The pages are clean copies of the file, so nothing is lost,
-// and pages another process maps too (a second ladder on the same binary)
-// are left alone by the kernel.
+// releaseStartupPagesLater hands those pages back once, startupSettle
+// after the server starts answering; the code requests run is read back
+// in on its next use and stays. The pages are clean copies of the file,
+// so nothing is lost, and pages another process maps too (a second ladder
+// on the same binary) are left alone by the kernel.
+func releaseStartupPagesLater(ctx context.Context, log *slog.Logger) {
+	t := time.NewTimer(startupSettle)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	releaseStartupPages(log)
+}
+
+// startupSettle is how long a server serves before it hands its start-up
+// pages back. Its first requests (a health check waiting on it, an
+// agent's first calls) and its start-up passes over the store (the first
+// audit-log integration, the call sweep) run on the pages start-up left,
+// instead of reading them back from disk while someone waits: done at
+// once, the first /healthz came 20–27 ms later (BENCHMARKS.md, "Issue 22
+// (session 25)").
+const startupSettle = 10 * time.Second
+
+// releaseStartupPages hands the executable's read-only pages back to the
+// kernel now, and logs what it freed.
 func releaseStartupPages(log *slog.Logger) {
 	released, err := returnExecutablePages()
 	if err != nil {

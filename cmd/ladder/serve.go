@@ -245,7 +245,7 @@ func serveStack(ctx context.Context, st *stack, o serveOptions) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go releaseStartupPages(st.log)
+	go releaseStartupPagesLater(ctx, st.log)
 	go expireLoop(ctx, st)
 	go recoverLoop(ctx, st)
 	go tlogLoop(ctx, st)
