@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -63,18 +61,7 @@ func TestServerReturnsStartupPages(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	lines := make(chan map[string]any)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
+	lines := logRecords(t, stderr)
 	var before, after float64
 	timeout := time.After(2 * time.Minute)
 	for before == 0 {
@@ -94,10 +81,6 @@ func TestServerReturnsStartupPages(t *testing.T) {
 			t.Fatal("no start-up pages handed back within 2 minutes")
 		}
 	}
-	go func() {
-		for range lines {
-		}
-	}()
 	if after > before/2 {
 		t.Fatalf("resident file memory %.1f MiB before, %.1f after: most of it kept", before, after)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,18 +53,7 @@ func TestServerOnOneCPU(t *testing.T) {
 				cmd.Process.Kill()
 				cmd.Wait()
 			})
-			lines := make(chan map[string]any)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stderr)
-				sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-				for sc.Scan() {
-					var m map[string]any
-					if json.Unmarshal(sc.Bytes(), &m) == nil {
-						lines <- m
-					}
-				}
-			}()
+			lines := logRecords(t, stderr)
 			timeout := time.After(60 * time.Second)
 			for {
 				select {
@@ -119,4 +109,28 @@ func startOnOneCPU(t *testing.T, cmd *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// logRecords reads a child's JSON log from r, a record a line, until r
+// ends or the test does.
+func logRecords(t *testing.T, r io.Reader) <-chan map[string]any {
+	lines := make(chan map[string]any)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				select {
+				case lines <- m:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	return lines
 }
