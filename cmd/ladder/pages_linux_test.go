@@ -32,8 +32,8 @@ func TestServerReturnsStartupPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Written through to disk: the kernel writes a page not yet on disk
-	// first and reclaims it only then, as the binary of a deployment is.
+	// Written through to disk, as a deployed binary is: the kernel
+	// reclaims a page not yet on disk only after writing it out.
 	f, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
 	if err != nil {
 		t.Fatal(err)
