@@ -37,7 +37,7 @@ func releaseStartupPagesLater(ctx context.Context, log *slog.Logger) {
 // agent's first calls) and its start-up passes over the store (the first
 // audit-log integration, the call sweep) run on the pages start-up left,
 // instead of reading them back from disk while someone waits: done at
-// once, the first /healthz came 20–27 ms later (BENCHMARKS.md, "Issue 22
+// once, the first /healthz came 19–27 ms later (BENCHMARKS.md, "Issue 22
 // (session 25)").
 const startupSettle = 10 * time.Second
 
@@ -99,8 +99,9 @@ func readOnlyMappings(maps io.Reader, path string) ([]mapping, error) {
 func residentFile(status io.Reader) (int64, bool) {
 	sc := bufio.NewScanner(status)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "RssFile:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		// "RssFile:	   31384 kB"
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "RssFile:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10, err == nil
 		}
 	}
