@@ -30,9 +30,9 @@
 // Other replicas learn of lane and key changes through LISTEN/NOTIFY (see
 // Store.Subscribe).
 //
-// The schema is embedded SQL under migrations/, applied at Open under a
-// PostgreSQL advisory lock (replicas starting together apply each migration
-// once) and recorded in schema_migrations.
+// The schema is embedded SQL under migrations/, applied at Open in one
+// transaction under a PostgreSQL advisory lock (replicas starting together
+// apply each migration once) and recorded in schema_migrations.
 package postgres
 
 import (
@@ -177,10 +177,9 @@ func newOrigin() string {
 func loadMigrations() ([]mig.Migration, error) { return mig.Load(migrations, "migrations") }
 
 // migrate creates the schema if one is configured and applies every
-// embedded migration the database lacks, each in its own transaction, all
-// under a session advisory lock keyed by the schema, so replicas starting
-// together apply each migration once. It returns the schema the tables are
-// in.
+// embedded migration the database lacks, all under a session advisory lock
+// keyed by the schema, so replicas starting together apply each migration
+// once. It returns the schema the tables are in.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) (string, error) {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -214,49 +213,74 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 			conn.Conn().Close(uctx)
 		}
 	}()
-	// Look before creating: a replica whose role may not create (or whose
-	// transactions are read-only) opens a database that is up to date.
-	var hasSchema, hasTable bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&hasSchema); err != nil {
+	applied, err := applyMigrations(ctx, conn.Conn(), schema, ms)
+	if err != nil {
 		return "", err
 	}
-	if !hasSchema {
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			return "", fmt.Errorf("create schema %s: %w", schema, err)
-		}
-	}
-	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&hasTable); err != nil {
-		return "", err
-	}
-	if !hasTable {
-		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`); err != nil {
-			return "", fmt.Errorf("schema_migrations: %w", err)
-		}
-	}
-	var newest int
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
-		return "", fmt.Errorf("schema_migrations: %w", err)
-	}
-	if known := ms[len(ms)-1].Version; newest > known {
-		return "", fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
-	}
-	for _, m := range ms {
-		if m.Version <= newest {
-			continue
-		}
-		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())", m.Version, m.Name)
-			return err
-		}); err != nil {
-			return "", fmt.Errorf("%s: %w", m.Name, err)
-		}
+	for _, m := range applied {
 		log.Info("applied migration", "migration", m.Name, "schema", schema)
 	}
 	return schema, nil
+}
+
+// applyMigrations applies the migrations of ms (oldest first) newer than
+// the newest schema_migrations lists, and returns them. It looks before it
+// creates: a replica whose role may not create (or whose transactions are
+// read-only) opens a database that is up to date. What it creates — the
+// schema, schema_migrations, each migration — goes in one transaction, so
+// an upgrade that fails part-way leaves the database at the version it
+// had, which the binary before still opens, and the first start on a new
+// schema commits once, not once a migration. The error names the
+// migration that failed.
+func applyMigrations(ctx context.Context, conn *pgx.Conn, schema string, ms []mig.Migration) ([]mig.Migration, error) {
+	var hasSchema, hasTable bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1), to_regclass('schema_migrations') IS NOT NULL`, schema).Scan(&hasSchema, &hasTable); err != nil {
+		return nil, err
+	}
+	var newest int
+	if hasTable {
+		if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
+			return nil, fmt.Errorf("schema_migrations: %w", err)
+		}
+	}
+	if known := ms[len(ms)-1].Version; newest > known {
+		return nil, fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	}
+	var pending []mig.Migration
+	for _, m := range ms {
+		if m.Version > newest {
+			pending = append(pending, m)
+		}
+	}
+	if len(pending) == 0 && hasSchema && hasTable {
+		return nil, nil
+	}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if !hasSchema {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return fmt.Errorf("create schema %s: %w", schema, err)
+			}
+		}
+		if !hasTable {
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`); err != nil {
+				return fmt.Errorf("schema_migrations: %w", err)
+			}
+		}
+		for _, m := range pending {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())", m.Version, m.Name); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pending, nil
 }
 
 // Ping reports whether the store can be read and durably written: a round

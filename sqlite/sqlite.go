@@ -17,8 +17,8 @@
 // own (walvfs.go) that hands a commit's WAL frames to the kernel in one
 // write before the commit's fsync, where SQLite alone makes two a page.
 //
-// The schema is embedded SQL under migrations/, applied at Open and
-// recorded in schema_migrations.
+// The schema is embedded SQL under migrations/, applied at Open in one
+// transaction and recorded in schema_migrations.
 package sqlite
 
 import (
@@ -318,58 +318,84 @@ func openError(path string, err error) error {
 // loadMigrations returns the embedded migrations, oldest first.
 func loadMigrations() ([]mig.Migration, error) { return mig.Load(migrations, "migrations") }
 
-// migrate applies every embedded migration the database lacks, each in its
-// own BEGIN IMMEDIATE transaction, so two processes opening a new file at
-// once apply each migration once.
+// migrate applies every embedded migration the database lacks, oldest
+// first, all in one BEGIN IMMEDIATE transaction (the writer's), so two
+// processes opening a new file at once apply each migration once, and an
+// upgrade that fails part-way leaves the file at the version it had: the
+// binary it was written by still opens it. One commit, not one a
+// migration: each is a sync, most of a new file's start-up.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-		return fmt.Errorf("schema_migrations: %w", err)
+	applied, err := applyMigrations(ctx, db, ms)
+	if err != nil {
+		return err
 	}
-	var newest int
-	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
-		return fmt.Errorf("schema_migrations: %w", err)
-	}
-	if known := ms[len(ms)-1].Version; newest > known {
-		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
-	}
-	for _, m := range ms {
-		if err := applyMigration(ctx, db, m, log); err != nil {
-			return fmt.Errorf("%s: %w", m.Name, err)
-		}
+	for _, m := range applied {
+		log.Info("applied migration", "migration", m.Name)
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m mig.Migration, log *slog.Logger) error {
+// applyMigrations applies the migrations of ms (oldest first) that
+// schema_migrations does not list, in one transaction, and returns them;
+// the first that fails rolls back every one, and the error names it.
+func applyMigrations(ctx context.Context, db *sql.DB, ms []mig.Migration) ([]mig.Migration, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n); err != nil {
-		return err
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return nil, fmt.Errorf("schema_migrations: %w", err)
 	}
-	if n > 0 {
-		return nil
+	have, newest, err := migrationVersions(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("schema_migrations: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return err
+	if known := ms[len(ms)-1].Version; newest > known {
+		return nil, fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-		m.Version, m.Name, fmtTime(time.Now())); err != nil {
-		return err
+	var applied []mig.Migration
+	for _, m := range ms {
+		if have[m.Version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			m.Version, m.Name, fmtTime(time.Now())); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		applied = append(applied, m)
 	}
-	if err := tx.Commit(); err != nil {
-		return err
+	if len(applied) == 0 {
+		return nil, nil // nothing written: the rollback ends it
 	}
-	log.Info("applied migration", "migration", m.Name)
-	return nil
+	return applied, tx.Commit()
+}
+
+// migrationVersions returns the versions schema_migrations lists, and the
+// newest of them (0 for none).
+func migrationVersions(ctx context.Context, tx *sql.Tx) (have map[int]bool, newest int, err error) {
+	rows, err := tx.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	have = map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, 0, err
+		}
+		have[v], newest = true, max(newest, v)
+	}
+	return have, newest, rows.Err()
 }
 
 // Ping reports whether the store can be read and durably written: a read
