@@ -252,8 +252,8 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn, schema string, ms []mi
 			pending = append(pending, m)
 		}
 	}
-	if len(pending) == 0 && hasSchema && hasTable {
-		return nil, nil
+	if len(pending) == 0 {
+		return nil, nil // up to date: nothing to create (the table implies the schema)
 	}
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if !hasSchema {

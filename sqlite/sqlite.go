@@ -323,7 +323,8 @@ func loadMigrations() ([]mig.Migration, error) { return mig.Load(migrations, "mi
 // processes opening a new file at once apply each migration once, and an
 // upgrade that fails part-way leaves the file at the version it had: the
 // binary it was written by still opens it. One commit, not one a
-// migration: each is a sync, most of a new file's start-up.
+// migration: each commit is a sync, and the syncs were most of the time a
+// new file's migrations took.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -376,7 +377,10 @@ func applyMigrations(ctx context.Context, db *sql.DB, ms []mig.Migration) ([]mig
 	if len(applied) == 0 {
 		return nil, nil // nothing written: the rollback ends it
 	}
-	return applied, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit the migrations: %w", err)
+	}
+	return applied, nil
 }
 
 // migrationVersions returns the versions schema_migrations lists, and the
