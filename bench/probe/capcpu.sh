@@ -22,20 +22,34 @@
 # machine's speed drifts by a fifth from minute to minute here, and a
 # ratio of two loads run minutes apart moves with it (BENCHMARKS.md,
 # "Issue 22 (session 22)").
+# With PIN=1 (needs STANDIN and two CPUs) the demo runs on CPU 1 and the
+# stand-in and the load generator on CPU 0, in both loads of a pair: the
+# upstream and its clients get the same one CPU whether ladder is in the
+# path or not, and ladder a CPU of its own, as in a deployment where the
+# gateway does not share the upstream's machine (BENCHMARKS.md, "Issue 22
+# (session 27)"). Without it all three share both CPUs, which is the
+# issue's measure.
 BENCHBIN=$(cd "$(dirname "$0")/.." && pwd)/bin
 LOADGEN=${LOADGEN:-$BENCHBIN/loadgen}
 set -u
 BIN=$1; PORT=$2; DUR=${3:-8s}; PERF=${4:-}; STANDIN=${STANDIN:-}; PAIRS=${PAIRS:-0}
+ON0=(); ON1=()
+if [ "${PIN:-0}" = 1 ]; then
+  [ -n "$STANDIN" ] || { echo "capcpu.sh: PIN=1 needs STANDIN (the stand-ins in a process of their own)" >&2; exit 2; }
+  [ "$(nproc --all)" -ge 2 ] || { echo "capcpu.sh: PIN=1 needs two CPUs" >&2; exit 2; }
+  # taskset execs the program, so $! is still the program's pid.
+  ON0=(taskset -c 0); ON1=(taskset -c 1)
+fi
 T=$(mktemp -d /tmp/capcpu-XXXX)
 S=
 upstream=()
 if [ -n "$STANDIN" ]; then
-  "${STANDIN_BIN:-$BENCHBIN/standin}" -addr "$STANDIN" >$T/standin.out 2>$T/standin.log &
+  "${ON0[@]}" "${STANDIN_BIN:-$BENCHBIN/standin}" -addr "$STANDIN" >$T/standin.out 2>$T/standin.log &
   S=$!
   for i in $(seq 100); do [ -s $T/standin.out ] && break; sleep 0.1; done
   upstream=(--upstream "http://$STANDIN")
 fi
-$BIN demo "${upstream[@]}" --addr 127.0.0.1:$PORT --db $T/l.db --keys $T/keys.json --gateway $T/g.yaml --env-file $T/d.env >$T/out 2>$T/log &
+"${ON1[@]}" $BIN demo "${upstream[@]}" --addr 127.0.0.1:$PORT --db $T/l.db --keys $T/keys.json --gateway $T/g.yaml --env-file $T/d.env >$T/out 2>$T/log &
 P=$!
 for i in $(seq 3000); do [ -s $T/keys.json ] && break; sleep 0.1; done
 sleep 1
@@ -51,11 +65,11 @@ run() { # name, loadgen args... (the result in $T/name.json, or name.K.json in p
   local name=$1; shift
   local out=$T/$name.json
   [ "$PAIRS" = 0 ] || out=$T/$name.$pair.json
-  "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
+  "${ON0[@]}" "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
   local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(scrape)
   [ -z "$S" ] || s0=$(tk $S)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
-  "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $out
+  "${ON0[@]}" "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $out
   local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(scrape)
   [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
