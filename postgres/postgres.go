@@ -243,8 +243,8 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn, schema string, ms []mi
 			return nil, fmt.Errorf("schema_migrations: %w", err)
 		}
 	}
-	if known := ms[len(ms)-1].Version; newest > known {
-		return nil, fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	if err := mig.CheckNewest(ms, newest); err != nil {
+		return nil, err
 	}
 	var pending []mig.Migration
 	for _, m := range ms {

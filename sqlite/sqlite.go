@@ -357,8 +357,8 @@ func applyMigrations(ctx context.Context, db *sql.DB, ms []mig.Migration) ([]mig
 	if err != nil {
 		return nil, fmt.Errorf("schema_migrations: %w", err)
 	}
-	if known := ms[len(ms)-1].Version; newest > known {
-		return nil, fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	if err := mig.CheckNewest(ms, newest); err != nil {
+		return nil, err
 	}
 	var applied []mig.Migration
 	for _, m := range ms {

@@ -47,3 +47,18 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// CheckNewest refuses a database whose newest applied migration is newer
+// than the newest of ms (oldest first): a binary older than the database
+// would run on tables it does not know. Both stores call it, so the
+// refusal reads the same on either.
+func CheckNewest(ms []Migration, newest int) error {
+	known := 0
+	if len(ms) > 0 {
+		known = ms[len(ms)-1].Version
+	}
+	if newest > known {
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer ladder", newest, known)
+	}
+	return nil
+}
