@@ -108,25 +108,28 @@ func (w *wtx) flush() error {
 			hws, hsize, hhash = append(hws, ws), append(hsize, h.size), append(hhash, h.hash)
 		}
 		// One statement: insert every record and move the heads.
-		if _, err := w.exec(`WITH ins AS (
+		w.queueTail("insert audit", `WITH ins AS (
 				INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx)
 				SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bytea[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[])
 			)
 			UPDATE audit_ws_head AS h SET size = u.size, hash = u.hash
 			FROM unnest($13::text[], $14::bigint[], $15::text[]) AS u(ws, size, hash) WHERE h.workspace = u.ws`,
-			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, queues, steps, idxs, hws, hsize, hhash); err != nil {
-			return fmt.Errorf("insert audit: %w", err)
-		}
+			seqs, wss, actors, kinds, subjects, ats, datas, prevs, hashes, queues, steps, idxs, hws, hsize, hhash)
 	}
 	if err := w.flushEvents(); err != nil {
 		return err
 	}
 	if len(w.notify) > 0 {
-		if _, err := w.exec(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, dedupe(w.notify)); err != nil {
-			return fmt.Errorf("notify: %w", err)
-		}
+		w.queueTail("notify", `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, dedupe(w.notify))
 	}
 	return nil
+}
+
+// queueTail queues one of the batch's last statements, sent with its
+// COMMIT (batchTx.commit); label names what it stores, for its error.
+func (w *wtx) queueTail(label, sql string, args ...any) {
+	w.tail.Queue(sql, args...)
+	w.tailLabels = append(w.tailLabels, label)
 }
 
 // wsHead is a workspace's chain head as a batch moves it.

@@ -39,10 +39,8 @@ func (w *wtx) flushEvents() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := w.exec(`INSERT INTO outbox (id, workspace, type, at, doc)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bytea[])`, ids, wss, types, ats, docs); err != nil {
-		return fmt.Errorf("insert events: %w", err)
-	}
+	w.queueTail("insert events", `INSERT INTO outbox (id, workspace, type, at, doc)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bytea[])`, ids, wss, types, ats, docs)
 	return nil
 }
 

@@ -340,7 +340,7 @@ func (s *Store) Close() error {
 // them after the last op, just before the commit (see flush).
 type wtx struct {
 	ctx    context.Context
-	tx     pgx.Tx
+	tx     *batchTx
 	s      *Store
 	audit  []pendingAudit
 	notify []string
@@ -354,6 +354,10 @@ type wtx struct {
 	routesErr error
 	// keys are the answers of activeKey in this transaction.
 	keys ladder.KeyMemo
+	// tail holds the batch's last statements, named by tailLabels, sent
+	// with its COMMIT (see flush).
+	tail       pgx.Batch
+	tailLabels []string
 }
 
 // activeKey is a ladder.KeyCheck inside the write's transaction: the key
@@ -463,11 +467,11 @@ var errOpFailed = errors.New("an op of the batch failed")
 // non-nil err fails the run (nothing committed); retry says whether running
 // it again may succeed.
 func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe bool) (errs []error, err error, retry bool) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.beginBatch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err), false
 	}
-	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	defer tx.release() // after the commit, only the connection's release
 	w := &wtx{ctx: ctx, tx: tx, s: s, deferRoutes: !safe && len(ops) > 1}
 	errs = make([]error, len(ops))
 	for i, op := range ops {
@@ -491,7 +495,7 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 				return nil, err, true
 			case len(ops) == 1:
 				errs[0] = err
-				return errs, nil, false // rolled back by the deferred Rollback
+				return errs, nil, false // rolled back by the deferred release
 			}
 			return nil, errOpFailed, false
 		}
@@ -505,9 +509,10 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 	if err := w.flush(); err != nil {
 		return nil, err, retryable(err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		// Not retried: a commit whose answer was lost may have happened.
-		return nil, fmt.Errorf("commit: %w", err), false
+	if err := tx.commit(ctx, &w.tail, w.tailLabels); err != nil {
+		// A commit whose answer was lost may have happened: not retried.
+		// A statement sent with it failed before it, and nothing committed.
+		return nil, err, !errors.Is(err, errCommit) && retryable(err)
 	}
 	return errs, nil, false
 }
