@@ -139,6 +139,37 @@ func TestQueuedRoutesAllCreated(t *testing.T) {
 	if diff := cmp.Diff(want, subjects); diff != "" {
 		t.Errorf("audited routes (-want +got):\n%s", diff)
 	}
+
+	// A batch of routes the insert all skips appends no record; the batch
+	// after it chains on from the first.
+	batch := func(items ...string) {
+		t.Helper()
+		ops := make([]groupcommit.Op[*wtx], len(items))
+		for i, item := range items {
+			r := testRoute("rt_"+item, item)
+			e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops[i] = func(w *wtx) error {
+				var (
+					got     ladder.Route
+					created bool
+				)
+				return w.recordRoute(r, e, &got, &created)
+			}
+		}
+		for i, err := range s.runBatch(ctx, ops) {
+			if err != nil {
+				t.Fatalf("route of %s: %v", items[i], err)
+			}
+		}
+	}
+	batch("bill-a", "bill-b")
+	batch("bill-x", "bill-y")
+	if n, err := ladder.VerifyAudit(ctx, s); err != nil || n != int64(len(want)+2) {
+		t.Errorf("VerifyAudit = %d, %v; want %d records in one chain", n, err, len(want)+2)
+	}
 }
 
 // TestQueuedRouteFailureNotSwallowed has the op after a queued route run a
