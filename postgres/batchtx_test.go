@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -32,6 +31,18 @@ func writeRouteAudited(t *testing.T, s *Store, id, subject string, runs *atomic.
 	})
 }
 
+// openWith opens a Store on a fresh schema after running ddl there (the
+// test's triggers), returning both.
+func openWith(t *testing.T, ddl string) (*Store, string) {
+	t.Helper()
+	schema := newSchema(t)
+	s := openTest(t, schema)
+	if _, err := adminConn(t, schema).Exec(t.Context(), ddl); err != nil {
+		t.Fatal(err)
+	}
+	return s, schema
+}
+
 func countRows(t *testing.T, schema, table string) int {
 	t.Helper()
 	var n int
@@ -45,18 +56,13 @@ func countRows(t *testing.T, schema, table string) int {
 // the COMMIT is skipped: the op's route is not stored, the error names the
 // audit, the batch is not run again, and the next batch commits.
 func TestTailStatementFails(t *testing.T) {
-	schema := newSchema(t)
-	s := openTest(t, schema)
-	admin := adminConn(t, schema)
-	if _, err := admin.Exec(t.Context(), `
+	s, schema := openWith(t, `
 		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.subject = 'refused' THEN RAISE EXCEPTION 'audit refused by the test'; END IF;
 			RETURN NEW;
 		END $$;
-		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION refuse_audit();`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION refuse_audit();`)
 	var runs atomic.Int64
 	err := writeRouteAudited(t, s, "rt_refused", "refused", &runs)
 	if err == nil || !strings.Contains(err.Error(), "insert audit") || !strings.Contains(err.Error(), "audit refused by the test") {
@@ -86,10 +92,7 @@ func TestTailStatementFails(t *testing.T) {
 // a deadlock victim does (40P01), once. Nothing was committed, so the
 // batch runs again and the caller sees success, its route stored once.
 func TestTailDeadlockRetried(t *testing.T) {
-	schema := newSchema(t)
-	s := openTest(t, schema)
-	admin := adminConn(t, schema)
-	if _, err := admin.Exec(t.Context(), `
+	s, schema := openWith(t, `
 		CREATE SEQUENCE audit_fail_once;
 		CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
@@ -99,9 +102,7 @@ func TestTailDeadlockRetried(t *testing.T) {
 			END IF;
 			RETURN NEW;
 		END $$;
-		CREATE TRIGGER fail_once BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION fail_once();`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE TRIGGER fail_once BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION fail_once();`)
 	var runs atomic.Int64
 	if err := writeRouteAudited(t, s, "rt_retried", "retried", &runs); err != nil {
 		t.Fatalf("write whose audit insert deadlocks once: %v, want it run again and committed", err)
@@ -123,10 +124,7 @@ func TestTailDeadlockRetried(t *testing.T) {
 // for an error that is otherwise retried; the caller gets the error, and
 // here (PostgreSQL rolled it back) nothing is stored.
 func TestCommitFailsNotRetried(t *testing.T) {
-	schema := newSchema(t)
-	s := openTest(t, schema)
-	admin := adminConn(t, schema)
-	if _, err := admin.Exec(t.Context(), `
+	s, schema := openWith(t, `
 		CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.subject = 'doomed' THEN
@@ -135,9 +133,7 @@ func TestCommitFailsNotRetried(t *testing.T) {
 			RETURN NULL;
 		END $$;
 		CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON audit
-			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_at_commit();`); err != nil {
-		t.Fatal(err)
-	}
+			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_at_commit();`)
 	var runs atomic.Int64
 	err := writeRouteAudited(t, s, "rt_doomed", "doomed", &runs)
 	if err == nil || !errors.Is(err, errCommit) || !strings.Contains(err.Error(), "commit refused by the test") {
@@ -181,9 +177,7 @@ func TestFirstStatementFails(t *testing.T) {
 	if n := stat.AcquiredConns(); n != 0 {
 		t.Errorf("%d connections still acquired after the batches, want 0", n)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	if n, err := ladder.VerifyAudit(ctx, s); err != nil || n != 3 {
+	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 3 {
 		t.Errorf("VerifyAudit = %d, %v; want 3", n, err)
 	}
 }
