@@ -511,7 +511,9 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 	}
 	if err := tx.commit(ctx, &w.tail, w.tailLabels); err != nil {
 		// A commit whose answer was lost may have happened: not retried.
-		// A statement sent with it failed before it, and nothing committed.
+		// A statement sent with it that PostgreSQL refused as a deadlock
+		// victim stopped the round trip before the COMMIT, so nothing
+		// committed and the batch may run again.
 		return nil, err, !errors.Is(err, errCommit) && retryable(err)
 	}
 	return errs, nil, false
