@@ -128,8 +128,7 @@ func (w *wtx) flush() error {
 // queueTail queues one of the batch's last statements, sent with its
 // COMMIT (batchTx.commit); label names what it stores, for its error.
 func (w *wtx) queueTail(label, sql string, args ...any) {
-	w.tail.Queue(sql, args...)
-	w.tailLabels = append(w.tailLabels, label)
+	queueNamed(&w.tail, label, sql, args...)
 }
 
 // wsHead is a workspace's chain head as a batch moves it.

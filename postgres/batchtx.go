@@ -21,10 +21,10 @@ import (
 // pgx.Tx cannot carry the COMMIT in a batch (its Rollback would then send
 // a ROLLBACK of its own), so batchTx keeps the transaction itself: the
 // connection's transaction status, which the server reports after every
-// round trip, says whether there is one to roll back.
+// round trip, says whether BEGIN has run and whether there is anything to
+// roll back.
 type batchTx struct {
-	conn  *pgxpool.Conn
-	begun bool // BEGIN has been sent
+	conn *pgxpool.Conn
 }
 
 // beginBatch acquires the connection a batch runs on. Nothing is sent
@@ -37,13 +37,20 @@ func (s *Store) beginBatch(ctx context.Context) (*batchTx, error) {
 	return &batchTx{conn: c}, nil
 }
 
+// inTx reports whether the connection is in a transaction: BEGIN has run
+// (and, if the status is 'E', a statement after it failed). Every round
+// trip is read to its end before the next is sent, so the status is the
+// one the server reported after the last.
+func (t *batchTx) inTx() bool {
+	return t.conn.Conn().PgConn().TxStatus() != 'I'
+}
+
 // SendBatch sends b in one round trip, preceded by BEGIN when it is the
 // transaction's first.
 func (t *batchTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.begun {
+	if t.inTx() {
 		return t.conn.SendBatch(ctx, b)
 	}
-	t.begun = true
 	withBegin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, b.Len()+1)}
 	withBegin.Queue("begin")
 	withBegin.QueuedQueries = append(withBegin.QueuedQueries, b.QueuedQueries...)
@@ -57,7 +64,7 @@ func (t *batchTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults 
 
 // Exec runs one statement.
 func (t *batchTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
+	if t.inTx() {
 		return t.conn.Exec(ctx, sql, args...)
 	}
 	br := t.SendBatch(ctx, one(sql, args))
@@ -70,7 +77,7 @@ func (t *batchTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 
 // QueryRow runs one statement that returns at most one row.
 func (t *batchTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
+	if t.inTx() {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
 	br := t.SendBatch(ctx, one(sql, args))
@@ -79,7 +86,7 @@ func (t *batchTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 
 // Query runs one statement that returns rows.
 func (t *batchTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begun {
+	if t.inTx() {
 		return t.conn.Query(ctx, sql, args...)
 	}
 	br := t.SendBatch(ctx, one(sql, args))
@@ -92,34 +99,37 @@ func (t *batchTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 }
 
 // commit sends tail's statements and the COMMIT in one round trip. A
-// statement's error is returned as it is, named by its label; the server
-// skips the rest of the round trip after it, the COMMIT too, so nothing
-// is committed. The COMMIT's own failure is returned wrapped in
-// errCommit: whether it happened is then unknown.
-func (t *batchTx) commit(ctx context.Context, tail *pgx.Batch, labels []string) error {
-	n := tail.Len()
-	tail.Queue("commit")
-	br := t.SendBatch(ctx, tail)
-	defer br.Close()
-	for i := range n {
-		if _, err := br.Exec(); err != nil {
-			if i < len(labels) {
-				return fmt.Errorf("%s: %w", labels[i], err)
-			}
-			return err
+// statement's error is returned as it is, named as queueNamed named it;
+// the server skips the rest of the round trip after it, the COMMIT too,
+// so nothing is committed. A failure once the COMMIT's answer is being
+// read is returned wrapped in errCommit: whether it happened is then
+// unknown.
+func (t *batchTx) commit(ctx context.Context, tail *pgx.Batch) error {
+	reached := false
+	tail.Queue("commit").Fn = func(br pgx.BatchResults) error {
+		reached = true
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = pgx.ErrTxCommitRollback
 		}
+		return err
 	}
-	tag, err := br.Exec()
-	if err == nil {
-		err = br.Close()
-	}
-	if err == nil && tag.String() != "COMMIT" {
-		err = pgx.ErrTxCommitRollback
-	}
-	if err != nil {
+	err := t.SendBatch(ctx, tail).Close()
+	if err != nil && reached {
 		return fmt.Errorf("%w: %w", errCommit, err)
 	}
-	return nil
+	return err
+}
+
+// queueNamed queues a statement in b whose error, should it fail, is
+// named by name (what it stores) when the batch's results are closed.
+func queueNamed(b *pgx.Batch, name, sql string, args ...any) {
+	b.Queue(sql, args...).Fn = func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 }
 
 // errCommit marks the failure of a batch's COMMIT itself.

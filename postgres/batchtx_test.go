@@ -52,6 +52,18 @@ func countRows(t *testing.T, schema, table string) int {
 	return n
 }
 
+// wantStored checks that the schema holds routes routes and the store's
+// audit chain verifies with records records.
+func wantStored(t *testing.T, s *Store, schema string, routes int, records int64) {
+	t.Helper()
+	if n := countRows(t, schema, "routes"); n != routes {
+		t.Errorf("%d routes stored, want %d", n, routes)
+	}
+	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != records {
+		t.Errorf("VerifyAudit = %d, %v; want %d records", n, err, records)
+	}
+}
+
 // TestTailStatementFails: the audit insert sent with the COMMIT fails, so
 // the COMMIT is skipped: the op's route is not stored, the error names the
 // audit, the batch is not run again, and the next batch commits.
@@ -80,12 +92,7 @@ func TestTailStatementFails(t *testing.T) {
 			t.Fatalf("write after the failed batch: %v", err)
 		}
 	}
-	if n := countRows(t, schema, "routes"); n != 2 {
-		t.Errorf("%d routes stored, want 2", n)
-	}
-	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 2 {
-		t.Errorf("VerifyAudit = %d, %v; want the 2 committed records", n, err)
-	}
+	wantStored(t, s, schema, 2, 2)
 }
 
 // TestTailDeadlockRetried: the audit insert sent with the COMMIT fails as
@@ -110,12 +117,7 @@ func TestTailDeadlockRetried(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the op ran %d times, want 2", n)
 	}
-	if n := countRows(t, schema, "routes"); n != 1 {
-		t.Errorf("%d routes stored, want 1", n)
-	}
-	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 1 {
-		t.Errorf("VerifyAudit = %d, %v; want 1", n, err)
-	}
+	wantStored(t, s, schema, 1, 1)
 }
 
 // TestCommitFailsNotRetried: the COMMIT itself fails (a deferred
@@ -148,9 +150,7 @@ func TestCommitFailsNotRetried(t *testing.T) {
 	if err := writeRouteAudited(t, s, "rt_after", "fine", &runs); err != nil {
 		t.Fatalf("write after the failed commit: %v", err)
 	}
-	if n := countRows(t, schema, "routes"); n != 1 {
-		t.Errorf("%d routes stored, want 1", n)
-	}
+	wantStored(t, s, schema, 1, 1)
 }
 
 // TestFirstStatementFails: the batch's first statement, sent with its
@@ -177,7 +177,5 @@ func TestFirstStatementFails(t *testing.T) {
 	if n := stat.AcquiredConns(); n != 0 {
 		t.Errorf("%d connections still acquired after the batches, want 0", n)
 	}
-	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != 3 {
-		t.Errorf("VerifyAudit = %d, %v; want 3", n, err)
-	}
+	wantStored(t, s, schema, 3, 3)
 }

@@ -665,7 +665,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o ladder.Outcome, audit ladde
 	err := s.write(ctx, func(w *wtx) error {
 		b := &pgx.Batch{}
 		w.queueOutcome(b, o)
-		if err := w.sendBatch(b, nil); err != nil {
+		if err := w.sendBatch(b); err != nil {
 			return err
 		}
 		return w.appendAudit(nil, audit)
@@ -691,27 +691,16 @@ func (w *wtx) queueOutcome(b *pgx.Batch, o ladder.Outcome) {
 		o.Workspace, o.Queue, o.Step, o.HandledBy, boolInt(!o.OK))
 }
 
-// sendBatch runs the queued statements in one round trip. labels, when
-// set, names what each statement stores, for the error of the first one
-// that fails.
-func (w *wtx) sendBatch(b *pgx.Batch, labels []string) error {
+// sendBatch runs the queued statements in one round trip and returns the
+// first one's error (closing the results reads them all).
+func (w *wtx) sendBatch(b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
 	if err := w.flushRoutes(); err != nil {
 		return err
 	}
-	br := w.tx.SendBatch(w.ctx, b)
-	for i := range b.Len() {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			if i < len(labels) {
-				return fmt.Errorf("%s: %w", labels[i], err)
-			}
-			return err
-		}
-	}
-	return br.Close()
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // OutcomeCounts returns the outcome test's counts for a step.
@@ -787,7 +776,7 @@ func (w *wtx) InsertRoute(r ladder.Route) error {
 func (w *wtx) InsertOutcome(o ladder.Outcome) error {
 	b := &pgx.Batch{}
 	w.queueOutcome(b, o)
-	return w.sendBatch(b, nil)
+	return w.sendBatch(b)
 }
 
 // StepRecord returns the step's latest review or lane change time and

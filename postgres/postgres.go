@@ -354,10 +354,9 @@ type wtx struct {
 	routesErr error
 	// keys are the answers of activeKey in this transaction.
 	keys ladder.KeyMemo
-	// tail holds the batch's last statements, named by tailLabels, sent
-	// with its COMMIT (see flush).
-	tail       pgx.Batch
-	tailLabels []string
+	// tail holds the batch's last statements, each named for its error
+	// (queueTail), sent with its COMMIT (see flush).
+	tail pgx.Batch
 }
 
 // activeKey is a ladder.KeyCheck inside the write's transaction: the key
@@ -509,7 +508,7 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 	if err := w.flush(); err != nil {
 		return nil, err, retryable(err)
 	}
-	if err := tx.commit(ctx, &w.tail, w.tailLabels); err != nil {
+	if err := tx.commit(ctx, &w.tail); err != nil {
 		// A commit whose answer was lost may have happened: not retried.
 		// A statement sent with it that PostgreSQL refused as a deadlock
 		// victim stopped the round trip before the COMMIT, so nothing
