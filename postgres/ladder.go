@@ -692,7 +692,7 @@ func (w *wtx) queueOutcome(b *pgx.Batch, o ladder.Outcome) {
 }
 
 // sendBatch runs the queued statements in one round trip and returns the
-// first one's error (closing the results reads them all).
+// error of the first that fails (closing the results reads them all).
 func (w *wtx) sendBatch(b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
