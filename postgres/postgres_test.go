@@ -193,6 +193,24 @@ func testRoute(id, item string) ladder.Route {
 		At: time.Date(2026, 8, 24, 9, 0, 0, 0, time.UTC)}
 }
 
+// routeEntry is the audit entry of r's route.
+func routeEntry(tb testing.TB, r ladder.Route) ladder.AuditEntry {
+	tb.Helper()
+	return must(ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil))(tb)
+}
+
+// auditSubjects returns the subjects of the test step's workspace's audit
+// records, in chain order.
+func auditSubjects(tb testing.TB, s *Store) []string {
+	tb.Helper()
+	recs := must(s.ListAudit(context.Background(), ladder.AuditQuery{Workspace: testStep.Workspace}))(tb)
+	var subjects []string
+	for _, r := range recs {
+		subjects = append(subjects, r.Subject)
+	}
+	return subjects
+}
+
 // TestReplicasRecordRoute routes the same items from two replicas at once,
 // each caller in its own order: one route per item, every caller gets it,
 // and one audit record per route. Opposite orders also make the replicas'

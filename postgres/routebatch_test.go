@@ -43,10 +43,7 @@ func TestQueuedRoutesOfOneBatch(t *testing.T) {
 	var deferred []bool
 	ops := make([]groupcommit.Op[*wtx], len(in))
 	for i, r := range in {
-		e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := routeEntry(t, r)
 		ops[i] = func(w *wtx) error {
 			if i == 0 {
 				deferred = append(deferred, w.deferRoutes)
@@ -74,15 +71,7 @@ func TestQueuedRoutesOfOneBatch(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, false, false, true, false}, created); diff != "" {
 		t.Errorf("created (-want +got):\n%s", diff)
 	}
-	recs, err := s.ListAudit(ctx, ladder.AuditQuery{Workspace: testStep.Workspace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var subjects []string
-	for _, r := range recs {
-		subjects = append(subjects, r.Subject)
-	}
-	if diff := cmp.Diff([]string{"rt_a", "rt_d"}, subjects); diff != "" {
+	if diff := cmp.Diff([]string{"rt_a", "rt_d"}, auditSubjects(t, s)); diff != "" {
 		t.Errorf("audited routes (-want +got):\n%s", diff)
 	}
 }
@@ -105,10 +94,7 @@ func TestQueuedRoutesAllCreated(t *testing.T) {
 		} else {
 			want = append(want, r.ID)
 		}
-		e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := routeEntry(t, r)
 		ops[i] = func(w *wtx) error {
 			if i == 0 {
 				runs++
@@ -128,15 +114,7 @@ func TestQueuedRoutesAllCreated(t *testing.T) {
 	if runs != 1 {
 		t.Errorf("batch ran %d times, want 1", runs)
 	}
-	recs, err := s.ListAudit(ctx, ladder.AuditQuery{Workspace: testStep.Workspace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var subjects []string
-	for _, r := range recs {
-		subjects = append(subjects, r.Subject)
-	}
-	if diff := cmp.Diff(want, subjects); diff != "" {
+	if diff := cmp.Diff(want, auditSubjects(t, s)); diff != "" {
 		t.Errorf("audited routes (-want +got):\n%s", diff)
 	}
 
@@ -147,10 +125,7 @@ func TestQueuedRoutesAllCreated(t *testing.T) {
 		ops := make([]groupcommit.Op[*wtx], len(items))
 		for i, item := range items {
 			r := testRoute("rt_"+item, item)
-			e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := routeEntry(t, r)
 			ops[i] = func(w *wtx) error {
 				var (
 					got     ladder.Route
@@ -184,10 +159,7 @@ func TestQueuedRouteFailureNotSwallowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testRoute("rt_old", "bill-1") // lane epoch 0, which the step left
-	e, err := ladder.NewAuditEntry(r.Workspace, "system", ladder.AuditRoute, r.ID, r.At, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := routeEntry(t, r)
 	var (
 		got     ladder.Route
 		created bool

@@ -83,15 +83,7 @@ func TestRouteAndBeginCallInABatch(t *testing.T) {
 	if _, err := s.CallByKey(ctx, testStep.Workspace, "tms:postBill", "cl_b"); err == nil {
 		t.Error("the call of the item routed earlier in the batch was stored")
 	}
-	got, err := s.ListAudit(ctx, ladder.AuditQuery{Workspace: testStep.Workspace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var subjects []string
-	for _, r := range got {
-		subjects = append(subjects, r.Subject)
-	}
-	if diff := cmp.Diff([]string{"rt_a", "rt_c", "cl_c", "rt_d"}, subjects); diff != "" {
+	if diff := cmp.Diff([]string{"rt_a", "rt_c", "cl_c", "rt_d"}, auditSubjects(t, s)); diff != "" {
 		t.Errorf("audit records (-want +got):\n%s", diff)
 	}
 }
