@@ -94,15 +94,24 @@ type KeyMemo map[string]error
 
 // Check answers a key check at now: nil for an active key, else an error
 // wrapping ErrKeyInactive; read returns the stored key, found false when
-// there is none. A read's own failure is returned and not kept.
+// there is none. A read's own failure is returned and not kept. read may
+// Learn other keys it read on the way.
 func (m *KeyMemo) Check(id string, now time.Time, read func(id string) (k Key, found bool, err error)) error {
 	if err, ok := (*m)[id]; ok {
 		return err
 	}
 	k, found, err := read(id)
-	switch {
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("key %s: %w", id, err)
+	}
+	return m.Learn(id, k, found, now)
+}
+
+// Learn keeps and returns the answer for key id as read in the
+// transaction (found false when it is not stored), judged at now.
+func (m *KeyMemo) Learn(id string, k Key, found bool, now time.Time) error {
+	var err error
+	switch {
 	case !found:
 		err = fmt.Errorf("key %s is not stored: %w", id, ErrKeyInactive)
 	case !k.Active(now):

@@ -36,6 +36,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -46,6 +47,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +77,8 @@ type Options struct {
 	// created if missing and made the search_path of every connection.
 	// Empty uses the DSN's search_path (usually "public").
 	Schema string
-	// MaxBatch caps how many writes share one transaction. Zero means 256.
+	// MaxBatch caps how many writes share one transaction. Zero means 256
+	// (defaultMaxBatch).
 	MaxBatch int
 	// ReadOnly makes every transaction of every connection read-only
 	// (default_transaction_read_only) and leaves the schema as it is (no
@@ -98,6 +101,12 @@ type Store struct {
 	closed atomic.Bool
 	// probeSwept is set once Ping has deleted other stores' stale probe rows.
 	probeSwept atomic.Bool
+	// checking holds the keys of the writes waiting for or in a batch
+	// that check their key (write), for activeKey to read at once.
+	checking keysInWrite
+	// maxBatch caps the writes of a batch (Options.MaxBatch) and so the
+	// keys one read takes.
+	maxBatch int
 }
 
 //go:embed migrations/*.sql
@@ -120,6 +129,8 @@ const (
 	retryPause = 10 * time.Millisecond
 	// lockNamespace is the first key of ladder's advisory locks ("ladd").
 	lockNamespace = 0x6c616464
+	// defaultMaxBatch is Options.MaxBatch's default.
+	defaultMaxBatch = 256
 )
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
@@ -149,7 +160,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin()}
+	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin(), maxBatch: cmp.Or(max(opts.MaxBatch, 0), defaultMaxBatch)}
 	if opts.ReadOnly {
 		// Connect now, so an unreachable database fails the open as it
 		// does when migrating.
@@ -163,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: migrate: %w", s.mapErr(err))
 	}
 	s.lis = newListener(s, cfg.ConnConfig)
-	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
+	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: s.maxBatch})
 	return s, nil
 }
 
@@ -364,16 +375,81 @@ type wtx struct {
 // else ErrKeyInactive. FOR SHARE makes a revocation committing on another
 // replica wait for this transaction, or this read wait for it: either the
 // write commits before the revocation or it sees it. Each key is read once
-// per transaction; no op writes a key and then routes in the same batch,
-// so the read need not wait for the queued routes (flushRoutes).
+// per transaction, and the first read also reads the other keys that
+// writes waiting for a batch check (keysInWrite), so a batch of many
+// agents' writes reads their keys in one round trip, not one each; the
+// others are kept only if found, since only the key asked for is known to
+// be checked in this batch. No op writes a key and then routes in the same
+// batch, so the read need not wait for the queued routes (flushRoutes).
 func (w *wtx) activeKey(id string) error {
-	return w.keys.Check(id, w.s.now(), func(id string) (ladder.Key, bool, error) {
-		k, err := scanKey(w.tx.QueryRow(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = $1 FOR SHARE`, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ladder.Key{}, false, nil
+	now := w.s.now()
+	return w.keys.Check(id, now, func(id string) (ladder.Key, bool, error) {
+		rows, err := w.tx.Query(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ANY($1) FOR SHARE`,
+			w.s.checking.ids(id, w.keys, w.s.maxBatch))
+		if err != nil {
+			return ladder.Key{}, false, err
 		}
-		return k, err == nil, err
+		keys, err := collect(rows, scanKey)
+		if err != nil {
+			return ladder.Key{}, false, err
+		}
+		var (
+			asked ladder.Key
+			found bool
+		)
+		for _, k := range keys {
+			if k.ID == id {
+				asked, found = k, true
+				continue
+			}
+			_ = w.keys.Learn(k.ID, k, true, now)
+		}
+		return asked, found, nil
 	})
+}
+
+// keysInWrite counts the key checks of the writes in progress by key id
+// (Store.write adds one before queuing a write and removes it after).
+type keysInWrite struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts a write checking key id.
+func (c *keysInWrite) add(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[id]++
+}
+
+// done uncounts a write add counted.
+func (c *keysInWrite) done(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[id]--; c.n[id] <= 0 {
+		delete(c.n, id)
+	}
+}
+
+// ids returns id and at most limit-1 other keys being checked that known
+// does not hold.
+func (c *keysInWrite) ids(id string, known ladder.KeyMemo, limit int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 1, min(len(c.n)+1, max(limit, 1)))
+	ids[0] = id
+	for other := range c.n {
+		if len(ids) >= limit {
+			break
+		}
+		if _, ok := known[other]; !ok && other != id {
+			ids = append(ids, other)
+		}
+	}
+	return ids
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -535,6 +611,11 @@ func (w *wtx) savepoint(op groupcommit.Op[*wtx]) (opErr, fatal error) {
 		if _, rerr := w.exec("ROLLBACK TO SAVEPOINT gc_op"); rerr != nil {
 			return nil, fmt.Errorf("%w (rollback to savepoint: %w)", err, rerr)
 		}
+		// The rollback also gave up the key locks (FOR SHARE) taken since
+		// the savepoint, so a revocation may commit before this batch
+		// does: the keys are read, and locked, again by the next op that
+		// checks one.
+		w.keys = nil
 		opErr = err
 	}
 	if _, err := w.exec("RELEASE SAVEPOINT gc_op"); err != nil {
@@ -554,6 +635,10 @@ func retryable(err error) bool {
 func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.closed.Load() {
 		return errClosed
+	}
+	if kc := ladder.ActiveKeyCheck(ctx); kc != nil {
+		s.checking.add(kc.KeyID())
+		defer s.checking.done(kc.KeyID())
 	}
 	op, done := ladder.KeyCheckedOp(ctx, op, (*wtx).activeKey)
 	err := s.batch.Do(ctx, op)

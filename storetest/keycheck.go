@@ -86,34 +86,35 @@ func testKeyCheckAtCommit(t *testing.T, s ladder.Store) {
 	check(t, route(ctx, "B-unchecked"))
 }
 
-// testKeyCheckInOneBatch sends writes of a live and a revoked key at once,
-// so that the store's batches mix them: each live one commits, each
-// revoked one is refused, and the chain stays whole (Run verifies it).
+// testKeyCheckInOneBatch sends writes of several live keys, revoked keys
+// and a key never stored at once, so that the store's batches mix them:
+// each live one commits, each other one is refused, and the chain stays
+// whole (Run verifies it).
 func testKeyCheckInOneBatch(t *testing.T, s ladder.Store) {
 	ctx := t.Context()
 	check(t, s.EnsureSteps(ctx, []ladder.StepState{stateOf(stepKey, ladder.LaneAuto)}))
-	activeKeys(t, s, "k-live", "k-gone")
-	check(t, s.RevokeKey(ctx, "k-gone", t0, entry(t, wsA, ladder.AuditKeyRevoke, "k-gone", t0, nil)))
-	const n = 24
+	ids := []string{"k-live-0", "k-live-1", "k-live-2", "k-gone-0", "k-gone-1", "k-never-stored"}
+	live := func(i int) bool { return i%len(ids) < 3 }
+	activeKeys(t, s, ids[:5]...)
+	for _, id := range ids[3:5] {
+		check(t, s.RevokeKey(ctx, id, t0, entry(t, wsA, ladder.AuditKeyRevoke, id, t0, nil)))
+	}
+	const n = 48
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			id := "k-live"
-			if i%2 == 1 {
-				id = "k-gone"
-			}
-			kctx, _ := ladder.RequireActiveKey(ctx, id)
+			kctx, _ := ladder.RequireActiveKey(ctx, ids[i%len(ids)])
 			r := newRoute(fmt.Sprintf("rt_%d", i), wsA, fmt.Sprintf("B-%d", i), t0)
 			_, _, errs[i] = s.RecordRoute(kctx, r, routeAudit(t, r))
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if i%2 == 0 {
+		if live(i) {
 			check(t, err)
 		} else {
-			wantErr(t, fmt.Sprintf("route %d of the revoked key", i), err, ladder.ErrKeyInactive)
+			wantErr(t, fmt.Sprintf("route %d of key %s", i, ids[i%len(ids)]), err, ladder.ErrKeyInactive)
 		}
 	}
 	got := map[string]bool{}
@@ -121,8 +122,8 @@ func testKeyCheckInOneBatch(t *testing.T, s ladder.Store) {
 		got[ks] = true
 	}
 	for i := range n {
-		if stored := got[ladder.AuditRoute+"/"+fmt.Sprintf("rt_%d", i)]; stored != (i%2 == 0) {
-			t.Errorf("route rt_%d stored = %v, want %v", i, stored, i%2 == 0)
+		if stored := got[ladder.AuditRoute+"/"+fmt.Sprintf("rt_%d", i)]; stored != live(i) {
+			t.Errorf("route rt_%d (key %s) stored = %v, want %v", i, ids[i%len(ids)], stored, live(i))
 		}
 	}
 }

@@ -36,6 +36,7 @@ type options struct {
 	backends string
 	addr     string
 	surface  string
+	keys     int
 }
 
 func main() {
@@ -49,9 +50,14 @@ func main() {
 	flag.StringVar(&o.backends, "backends", "sqlite,postgres", "backends to measure, in order")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "address ladder serve listens on (port 0: any free one)")
 	flag.StringVar(&o.surface, "surface", "rest", "rest (POST /v1/route) or mcp (the route_item tool on /mcp)")
+	flag.IntVar(&o.keys, "keys", 1, "agent keys the clients share out, client c using key c mod keys (as many agents as keys)")
 	flag.Parse()
 	if o.surface != "rest" && o.surface != "mcp" {
 		fmt.Fprintf(os.Stderr, "routes: -surface is %q; use rest or mcp\n", o.surface)
+		os.Exit(2)
+	}
+	if o.keys < 1 || o.keys > o.clients {
+		fmt.Fprintf(os.Stderr, "routes: -keys is %d; use 1 to -clients (%d)\n", o.keys, o.clients)
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -86,8 +92,8 @@ func run(o options) error {
 	if o.surface == "mcp" {
 		how = "route_item on /mcp"
 	}
-	fmt.Printf("\n%d clients, %s measured after %s warm-up, %s (bills/%s, distinct items), %d CPUs, %s\n\n",
-		o.clients, o.duration, o.warmup, how, o.step, runtime.NumCPU(), runtime.Version())
+	fmt.Printf("\n%d clients, %d agent keys, %s measured after %s warm-up, %s (bills/%s, distinct items), %d CPUs, %s\n\n",
+		o.clients, o.keys, o.duration, o.warmup, how, o.step, runtime.NumCPU(), runtime.Version())
 	fmt.Println("| backend | durable routes/s | p50 | p99 | routes | failed |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -99,8 +105,8 @@ func run(o options) error {
 	return nil
 }
 
-// measure starts `ladder serve` on db, creates an agent key, loads it and
-// stops it.
+// measure starts `ladder serve` on db, creates the agent keys, loads it
+// and stops it.
 func measure(o options, cfg, name, db string, env []string) (result, error) {
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -110,21 +116,24 @@ func measure(o options, cfg, name, db string, env []string) (result, error) {
 	ln.Close()
 	_, admin, _ := ladder.NewKeyToken()
 	client := loadkit.NewClient(o.clients)
-	// One agent key drives every client: lift the per-key cap on requests
-	// in progress (32 by default), which would answer 429 past it.
+	// One agent key may drive many clients: lift the per-key cap on
+	// requests in progress (32 by default), which would answer 429 past it.
 	base, stop, err := loadkit.Serve(o.bin, addr, []string{"--unsigned-audit", "--config", cfg, "--db", db, "--max-inflight-per-key", "-1"},
 		append([]string{"LADDER_ADMIN_KEY=" + admin, "LADDER_AUDIT_SECRET=route-bench"}, env...), client, 30*time.Second)
 	if err != nil {
 		return result{}, err
 	}
 	defer stop()
-	token, err := loadkit.AgentKey(client, base, admin, "vantrow-bills", "route bench")
-	if err != nil {
-		return result{}, err
+	tokens := make([]string, o.keys)
+	for i := range tokens {
+		if tokens[i], err = loadkit.AgentKey(client, base, admin, "vantrow-bills", fmt.Sprintf("route bench %d", i)); err != nil {
+			return result{}, err
+		}
 	}
 	run := loadkit.RandHex(4)
 	lr := loadkit.Load(o.clients, 1, o.warmup, o.duration, func(c, n int) (int, string) {
 		item := fmt.Sprintf("%s-%d-%d", run, c, n)
+		token := tokens[c%len(tokens)]
 		if o.surface == "mcp" {
 			return 0, loadkit.CallRouteItem(client, base, token, map[string]string{"step": o.step, "item": item})
 		}
