@@ -94,25 +94,22 @@ func TestKeyLockedAfterOpRolledBack(t *testing.T) {
 	}
 }
 
-// TestKeysOfWaitingWritesReadAtOnce: the first key check of a batch reads
-// the keys of the other writes being checked too, in the same statement
-// and under the same lock, and each is judged as if read alone: an active
-// key passes, a revoked one is refused, one not stored is read again (and
-// refused) when its write checks it.
-func TestKeysOfWaitingWritesReadAtOnce(t *testing.T) {
+// TestKeysOfBatchReadAtOnce: the first key check of a batch reads the
+// keys the batch's other ops check too, in the same statement and under
+// the same lock, and each is judged as if read alone: an active key
+// passes, a revoked one is refused, one not stored is read again (and
+// refused) when its op checks it.
+func TestKeysOfBatchReadAtOnce(t *testing.T) {
 	schema := newSchema(t)
 	s := openTest(t, schema)
 	storeKeys(t, s, []string{"k-1", "k-2", "k-3", "k-gone"}, "k-gone")
-	// Writes under these keys are waiting (Store.write announces them).
-	for _, id := range []string{"k-1", "k-2", "k-3", "k-gone", "k-never"} {
-		s.checking.add(id)
-		defer s.checking.done(id)
-	}
 	var (
 		known  ladder.KeyMemo
 		revoke error
 	)
-	errs := s.runBatch(t.Context(), []groupcommit.Op[*wtx]{
+	// k-3's op is in the batch as its last, checked after k-1's read.
+	checks := []string{"k-1", "k-2", "k-3", "k-gone", "k-never"}
+	errs := s.runChecking(t.Context(), []groupcommit.Op[*wtx]{
 		keyChecked(t, "k-1", func(w *wtx) error {
 			known = maps.Clone(w.keys)
 			// k-3 was read under FOR SHARE by k-1's check.
@@ -122,7 +119,8 @@ func TestKeysOfWaitingWritesReadAtOnce(t *testing.T) {
 		keyChecked(t, "k-2", func(*wtx) error { return nil }),
 		keyChecked(t, "k-gone", func(*wtx) error { return nil }),
 		keyChecked(t, "k-never", func(*wtx) error { return nil }),
-	})
+		keyChecked(t, "k-3", func(*wtx) error { return nil }),
+	}, checks)
 	for id, want := range map[string]bool{"k-1": true, "k-2": true, "k-3": true, "k-gone": false} {
 		err, ok := known[id]
 		if !ok || (err == nil) != want {
@@ -133,36 +131,35 @@ func TestKeysOfWaitingWritesReadAtOnce(t *testing.T) {
 		t.Errorf("a key not stored was taken as read: %v", known["k-never"])
 	}
 	if !lockTimedOut(revoke) {
-		t.Errorf("a revocation of a key read by another's check: %v, want it to wait for the batch (lock_not_available)", revoke)
+		t.Errorf("a revocation of a key read by another op's check: %v, want it to wait for the batch (lock_not_available)", revoke)
 	}
-	for i, want := range []error{nil, nil, ladder.ErrKeyInactive, ladder.ErrKeyInactive} {
+	for i, want := range []error{nil, nil, ladder.ErrKeyInactive, ladder.ErrKeyInactive, nil} {
 		if (want == nil) != (errs[i] == nil) || (want != nil && !errors.Is(errs[i], want)) {
 			t.Errorf("op %d: %v, want %v", i, errs[i], want)
 		}
 	}
 }
 
-func TestKeysInWrite(t *testing.T) {
-	var c keysInWrite
-	c.add("a")
-	c.add("b")
-	c.add("b")
-	c.add("c")
-	c.done("b")
-	got := c.ids("a", ladder.KeyMemo{"c": nil}, 10)
-	slices.Sort(got[1:])
-	if !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("ids = %v, want a first, then b (c is known)", got)
+// TestCheckedKeysOfBatch: a run function learns the keys its ops check
+// from the contexts their callers passed, each once.
+func TestCheckedKeysOfBatch(t *testing.T) {
+	var got []string
+	b := groupcommit.New(func(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+		got = checkedKeys(ctx)
+		return make([]error, len(ops))
+	}, groupcommit.Options{})
+	defer b.Close()
+	ctx, _ := ladder.RequireActiveKey(t.Context(), "k-1")
+	if err := b.Do(ctx, func(*wtx) error { return nil }); err != nil {
+		t.Fatal(err)
 	}
-	c.done("b")
-	c.done("a")
-	if got := c.ids("z", nil, 10); !slices.Equal(got, []string{"z", "c"}) {
-		t.Errorf("after the writes of a and b ended, ids = %v, want [z c]", got)
+	if !slices.Equal(got, []string{"k-1"}) {
+		t.Errorf("checked keys %v, want [k-1]", got)
 	}
-	for i := range 20 {
-		c.add(string(rune('d' + i)))
+	if err := b.Do(ladder.WithoutKeyCheck(ctx), func(*wtx) error { return nil }); err != nil {
+		t.Fatal(err)
 	}
-	if got := c.ids("z", nil, 5); len(got) != 5 || got[0] != "z" {
-		t.Errorf("ids with limit 5 = %v, want z and four others", got)
+	if len(got) != 0 {
+		t.Errorf("checked keys of a write without a check: %v, want none", got)
 	}
 }

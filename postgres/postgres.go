@@ -36,7 +36,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -47,7 +46,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
-	"sync"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -77,8 +76,7 @@ type Options struct {
 	// created if missing and made the search_path of every connection.
 	// Empty uses the DSN's search_path (usually "public").
 	Schema string
-	// MaxBatch caps how many writes share one transaction. Zero means 256
-	// (defaultMaxBatch).
+	// MaxBatch caps how many writes share one transaction. Zero means 256.
 	MaxBatch int
 	// ReadOnly makes every transaction of every connection read-only
 	// (default_transaction_read_only) and leaves the schema as it is (no
@@ -101,12 +99,6 @@ type Store struct {
 	closed atomic.Bool
 	// probeSwept is set once Ping has deleted other stores' stale probe rows.
 	probeSwept atomic.Bool
-	// checking holds the keys of the writes waiting for or in a batch
-	// that check their key (write), for activeKey to read at once.
-	checking keysInWrite
-	// maxBatch caps the writes of a batch (Options.MaxBatch) and so the
-	// keys one read takes.
-	maxBatch int
 }
 
 //go:embed migrations/*.sql
@@ -129,8 +121,6 @@ const (
 	retryPause = 10 * time.Millisecond
 	// lockNamespace is the first key of ladder's advisory locks ("ladd").
 	lockNamespace = 0x6c616464
-	// defaultMaxBatch is Options.MaxBatch's default.
-	defaultMaxBatch = 256
 )
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
@@ -160,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin(), maxBatch: cmp.Or(max(opts.MaxBatch, 0), defaultMaxBatch)}
+	s := &Store{log: opts.Logger, now: opts.Now, pool: pool, origin: newOrigin()}
 	if opts.ReadOnly {
 		// Connect now, so an unreachable database fails the open as it
 		// does when migrating.
@@ -174,7 +164,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: migrate: %w", s.mapErr(err))
 	}
 	s.lis = newListener(s, cfg.ConnConfig)
-	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: s.maxBatch})
+	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
 	return s, nil
 }
 
@@ -365,6 +355,8 @@ type wtx struct {
 	routesErr error
 	// keys are the answers of activeKey in this transaction.
 	keys ladder.KeyMemo
+	// checks are the keys the batch's ops check (checkedKeys).
+	checks []string
 	// tail holds the batch's last statements, each named for its error
 	// (queueTail), sent with its COMMIT (see flush).
 	tail pgx.Batch
@@ -375,17 +367,22 @@ type wtx struct {
 // else ErrKeyInactive. FOR SHARE makes a revocation committing on another
 // replica wait for this transaction, or this read wait for it: either the
 // write commits before the revocation or it sees it. Each key is read once
-// per transaction, and the first read also reads the other keys that
-// writes waiting for a batch check (keysInWrite), so a batch of many
-// agents' writes reads their keys in one round trip, not one each; the
-// others are kept only if found, since only the key asked for is known to
-// be checked in this batch. No op writes a key and then routes in the same
-// batch, so the read need not wait for the queued routes (flushRoutes).
+// per transaction, and the first read also reads the other keys the
+// batch's ops check (wtx.checks), so a batch of many agents' writes reads
+// their keys in one round trip, not one each; a key the read did not find
+// is read again by its own check. No op writes a key and then routes in
+// the same batch, so the read need not wait for the queued routes
+// (flushRoutes).
 func (w *wtx) activeKey(id string) error {
 	now := w.s.now()
 	return w.keys.Check(id, now, func(id string) (ladder.Key, bool, error) {
-		rows, err := w.tx.Query(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ANY($1) FOR SHARE`,
-			w.s.checking.ids(id, w.keys, w.s.maxBatch))
+		ids := []string{id}
+		for _, other := range w.checks {
+			if _, known := w.keys[other]; !known && other != id {
+				ids = append(ids, other)
+			}
+		}
+		rows, err := w.tx.Query(w.ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ANY($1) FOR SHARE`, ids)
 		if err != nil {
 			return ladder.Key{}, false, err
 		}
@@ -408,48 +405,17 @@ func (w *wtx) activeKey(id string) error {
 	})
 }
 
-// keysInWrite counts the key checks of the writes in progress by key id
-// (Store.write adds one before queuing a write and removes it after).
-type keysInWrite struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// add counts a write checking key id.
-func (c *keysInWrite) add(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[id]++
-}
-
-// done uncounts a write add counted.
-func (c *keysInWrite) done(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n[id]--; c.n[id] <= 0 {
-		delete(c.n, id)
-	}
-}
-
-// ids returns id and at most limit-1 other keys being checked that known
-// does not hold.
-func (c *keysInWrite) ids(id string, known ladder.KeyMemo, limit int) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]string, 1, min(len(c.n)+1, max(limit, 1)))
-	ids[0] = id
-	for other := range c.n {
-		if len(ids) >= limit {
-			break
-		}
-		if _, ok := known[other]; !ok && other != id {
-			ids = append(ids, other)
+// checkedKeys returns the keys that the ops of the batch run under ctx
+// check at commit (ladder.RequireActiveKey), each once.
+func checkedKeys(ctx context.Context) []string {
+	var ids []string
+	for _, c := range groupcommit.OpContexts(ctx) {
+		if kc := ladder.ActiveKeyCheck(c); kc != nil {
+			ids = append(ids, kc.KeyID())
 		}
 	}
-	return ids
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // pendingAudit is one op's request to append entries; out, when set,
@@ -506,12 +472,17 @@ func (r errRow) Scan(...any) error { return r.err }
 // batch that PostgreSQL aborts as a deadlock victim is rolled back and run
 // again too.
 func (s *Store) runBatch(ctx context.Context, ops []groupcommit.Op[*wtx]) []error {
+	return s.runChecking(ctx, ops, checkedKeys(ctx))
+}
+
+// runChecking is runBatch for ops that check the keys checks at commit.
+func (s *Store) runChecking(ctx context.Context, ops []groupcommit.Op[*wtx], checks []string) []error {
 	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
 	defer cancel()
 	// A lone op needs no savepoint: if it fails, the transaction rolls back.
 	safe := false
 	for attempt := 1; ; {
-		errs, err, retry := s.tryBatch(ctx, ops, safe)
+		errs, err, retry := s.tryBatch(ctx, ops, checks, safe)
 		switch {
 		case err == nil:
 			return errs
@@ -541,13 +512,13 @@ var errOpFailed = errors.New("an op of the batch failed")
 // tryBatch runs the batch once, with a savepoint per op when safe. A
 // non-nil err fails the run (nothing committed); retry says whether running
 // it again may succeed.
-func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe bool) (errs []error, err error, retry bool) {
+func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], checks []string, safe bool) (errs []error, err error, retry bool) {
 	tx, err := s.beginBatch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err), false
 	}
 	defer tx.release() // after the commit, only the connection's release
-	w := &wtx{ctx: ctx, tx: tx, s: s, deferRoutes: !safe && len(ops) > 1}
+	w := &wtx{ctx: ctx, tx: tx, s: s, checks: checks, deferRoutes: !safe && len(ops) > 1}
 	errs = make([]error, len(ops))
 	for i, op := range ops {
 		if safe {
@@ -635,10 +606,6 @@ func retryable(err error) bool {
 func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 	if s.closed.Load() {
 		return errClosed
-	}
-	if kc := ladder.ActiveKeyCheck(ctx); kc != nil {
-		s.checking.add(kc.KeyID())
-		defer s.checking.done(kc.KeyID())
 	}
 	op, done := ladder.KeyCheckedOp(ctx, op, (*wtx).activeKey)
 	err := s.batch.Do(ctx, op)

@@ -281,6 +281,7 @@ func (b *Batcher[T]) runBatch(batch []*request[T]) {
 	// would learn of their outcome.
 	live := batch[:0:0]
 	ops := make([]Op[T], 0, len(batch))
+	ctxs := make([]context.Context, 0, len(batch))
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.done <- err
@@ -288,13 +289,14 @@ func (b *Batcher[T]) runBatch(batch []*request[T]) {
 		}
 		live = append(live, r)
 		ops = append(ops, r.op)
+		ctxs = append(ctxs, r.ctx)
 	}
 	if len(ops) == 0 {
 		return
 	}
 	// The batch runs under its own context: one caller cancelling must not
 	// abort a transaction other callers share.
-	errs := b.run(context.Background(), ops)
+	errs := b.run(context.WithValue(context.Background(), opContextsKey{}, ctxs), ops)
 	b.batches.Add(1)
 	b.ops.Add(int64(len(ops)))
 	if len(errs) != len(ops) {
@@ -308,6 +310,18 @@ func (b *Batcher[T]) runBatch(batch []*request[T]) {
 		r.batch = len(ops)
 		r.done <- errs[i]
 	}
+}
+
+type opContextsKey struct{}
+
+// OpContexts returns, inside a run function, the contexts its ops' callers
+// passed to Do, in the order of the ops; nil elsewhere. They are for the
+// values the callers' contexts carry (what an op is about, which a run
+// function may read for all its ops before it runs the first), not for
+// cancellation: a batch does not end with one of its callers (see Do).
+func OpContexts(ctx context.Context) []context.Context {
+	ctxs, _ := ctx.Value(opContextsKey{}).([]context.Context)
+	return ctxs
 }
 
 // Fail returns n copies of err: the answer of a run function whose

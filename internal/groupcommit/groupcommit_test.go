@@ -261,6 +261,49 @@ func TestCancelledBeforeRunIsSkipped(t *testing.T) {
 	}
 }
 
+// TestOpContexts: a run function sees each op's caller's context, in the
+// order of its ops, without the callers that gave up before the batch.
+func TestOpContexts(t *testing.T) {
+	type name struct{}
+	var got []string
+	b := New(func(ctx context.Context, ops []Op[*fakeTx]) []error {
+		got = got[:0]
+		for _, c := range OpContexts(ctx) {
+			n, _ := c.Value(name{}).(string)
+			got = append(got, n)
+		}
+		if len(got) != len(ops) {
+			t.Errorf("%d op contexts for %d ops", len(got), len(ops))
+		}
+		errs := make([]error, len(ops))
+		for i, op := range ops {
+			errs[i] = op(&fakeTx{})
+		}
+		return errs
+	}, Options{})
+	defer b.Close()
+	release := blockWriter(t, b)
+	gone, cancel := context.WithCancel(context.WithValue(t.Context(), name{}, "gone"))
+	var wg sync.WaitGroup
+	for i, n := range []string{"a", "gone", "b"} {
+		ctx := context.WithValue(t.Context(), name{}, n)
+		if n == "gone" {
+			ctx = gone
+		}
+		wg.Go(func() { _ = b.Do(ctx, write(n)) })
+		waitQueued(t, b, i+1)
+	}
+	cancel()
+	release()
+	wg.Wait()
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("op contexts named %v, want [a b]", got)
+	}
+	if OpContexts(t.Context()) != nil {
+		t.Error("OpContexts outside a batch is not nil")
+	}
+}
+
 func TestSavepointsFatal(t *testing.T) {
 	broken := errors.New("no transaction")
 	boom := errors.New("boom")
