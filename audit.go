@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -158,15 +160,21 @@ type canonicalRecord struct {
 }
 
 // Canonical returns the bytes the hash covers.
-func (r AuditRecord) Canonical() []byte {
+func (r AuditRecord) Canonical() []byte { return r.AppendCanonical(nil) }
+
+// AppendCanonical appends Canonical's bytes to dst and returns the
+// extended slice: the chain hash and the log's leaf hash are taken over
+// them once per record, and a caller hashing many records reuses one
+// buffer instead of making a record's worth of garbage for each.
+func (r AuditRecord) AppendCanonical(dst []byte) []byte {
 	data := r.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	if b, ok := r.canonicalFast(data); ok {
+	if b, ok := r.appendCanonicalFast(dst, data); ok {
 		return b
 	}
-	return r.canonicalReference(data)
+	return append(dst, r.canonicalReference(data)...)
 }
 
 // canonicalReference is Canonical through encoding/json.
@@ -181,12 +189,13 @@ func (r AuditRecord) canonicalReference(data json.RawMessage) []byte {
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
-// canonicalFast writes Canonical's bytes by hand when every string field
-// is plain ASCII that encoding/json writes as it is and data is already
-// canonical (so its compaction by the encoder changes nothing), as a stored
-// record's is; it reports false otherwise. TestCanonicalRecordFastPath
-// compares the two.
-func (r AuditRecord) canonicalFast(data json.RawMessage) ([]byte, bool) {
+// appendCanonicalFast appends Canonical's bytes to dst by hand when every
+// string field is plain ASCII that encoding/json writes as it is and data
+// is already canonical (so its compaction by the encoder changes nothing),
+// as a stored record's is; it reports false otherwise (and what it wrote
+// past len(dst) is then garbage). TestCanonicalRecordFastPath compares the
+// two.
+func (r AuditRecord) appendCanonicalFast(dst []byte, data json.RawMessage) ([]byte, bool) {
 	var at [len(time.RFC3339Nano) + 8]byte
 	atText := r.At.UTC().AppendFormat(at[:0], time.RFC3339Nano)
 	for _, s := range [...]string{r.Actor, r.Kind, r.Subject, r.Workspace} {
@@ -194,7 +203,7 @@ func (r AuditRecord) canonicalFast(data json.RawMessage) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	b := make([]byte, 0, 96+len(data)+len(r.Actor)+len(r.Kind)+len(r.Subject)+len(r.Workspace))
+	b := slices.Grow(dst, 96+len(data)+len(r.Actor)+len(r.Kind)+len(r.Subject)+len(r.Workspace))
 	var ok bool
 	b = append(b, `{"actor":"`...)
 	b = append(b, r.Actor...)
@@ -229,11 +238,27 @@ func plainJSONString(s string) bool {
 
 // ChainHash returns hex(SHA-256(prev_hash ‖ canonical record)).
 func ChainHash(prevHash string, r AuditRecord) string {
-	h := sha256.New()
-	h.Write([]byte(prevHash))
-	h.Write(r.Canonical())
-	return hex.EncodeToString(h.Sum(nil))
+	// Every record appended and every record verified is hashed here: the
+	// input is gathered in a pooled buffer and hashed in one call, so the
+	// hex string is the only allocation.
+	bp := hashInputs.Get().(*[]byte)
+	b := r.AppendCanonical(append((*bp)[:0], prevHash...))
+	sum := sha256.Sum256(b)
+	if cap(b) <= maxPooledHashInput {
+		*bp = b[:0]
+		hashInputs.Put(bp)
+	}
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	return string(hx[:])
 }
+
+// hashInputs holds ChainHash's input buffers.
+var hashInputs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledHashInput is the largest buffer ChainHash keeps: a rare large
+// record's buffer is left to the collector rather than held by the pool.
+const maxPooledHashInput = 64 << 10
 
 // Seal sets r's PrevHash and Hash given the previous record's hash. Stores
 // call it inside the transaction that appends r, so the chain is serialized

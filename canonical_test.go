@@ -2,6 +2,8 @@ package ladder
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -135,7 +137,7 @@ func TestCanonicalRecordFastPath(t *testing.T) {
 			r := base
 			tt.edit(&r)
 			data := r.Data
-			got, ok := r.canonicalFast(data)
+			got, ok := r.appendCanonicalFast(nil, data)
 			if ok != tt.fast {
 				t.Fatalf("fast path answered %v, want %v", ok, tt.fast)
 			}
@@ -145,6 +147,20 @@ func TestCanonicalRecordFastPath(t *testing.T) {
 			}
 			if c := r.Canonical(); !bytes.Equal(c, want) {
 				t.Errorf("Canonical %s\nreference %s", c, want)
+			}
+			// Appended after what a buffer holds, with spare room the fast
+			// path may scribble on before it gives up: the prefix stays and
+			// the record follows it whole.
+			prefix := make([]byte, 3, 4096)
+			copy(prefix, "abc")
+			if c := r.AppendCanonical(prefix); string(c[:3]) != "abc" || !bytes.Equal(c[3:], want) {
+				t.Errorf("AppendCanonical after abc: %s\nwant abc%s", c, want)
+			}
+			// The chain hash is SHA-256 over the previous hash then the record.
+			prev := strings.Repeat("7f", 32)
+			ref := sha256.Sum256(append([]byte(prev), want...))
+			if h := ChainHash(prev, r); h != hex.EncodeToString(ref[:]) {
+				t.Errorf("ChainHash = %s, want %x", h, ref)
 			}
 		})
 	}

@@ -20,6 +20,7 @@ package translog
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -43,7 +44,20 @@ const IntegrateBatch = 256
 func LeafData(rec ladder.AuditRecord) []byte { return rec.Canonical() }
 
 // LeafHash returns rec's leaf hash, RFC 6962's SHA-256(0x00 ‖ data).
-func LeafHash(rec ladder.AuditRecord) tlog.Hash { return tlog.RecordHash(LeafData(rec)) }
+func LeafHash(rec ladder.AuditRecord) tlog.Hash {
+	h, _ := appendLeafHash(nil, rec)
+	return h
+}
+
+// appendLeafHash is LeafHash taken over buf[:0], which it returns grown
+// for the next record: an integration hashes every record of a log
+// without making a record's worth of garbage for each. It is
+// tlog.RecordHash's definition, SHA-256(0x00 ‖ data), with the prefix
+// written into the same buffer as the data (TestLeafHash).
+func appendLeafHash(buf []byte, rec ladder.AuditRecord) (tlog.Hash, []byte) {
+	buf = rec.AppendCanonical(append(buf[:0], 0x00))
+	return tlog.Hash(sha256.Sum256(buf)), buf
+}
 
 // Integrate adds up to IntegrateBatch of workspace's audit records that
 // are not yet leaves to its tree, in one transaction, and returns how many
@@ -146,11 +160,14 @@ func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth
 		}
 		return out, nil
 	})
+	var buf []byte
 	for _, rec := range recs {
 		if rec.Workspace != workspace || rec.Seq <= lastSeq {
 			return growth{}, fmt.Errorf("integrate %s: store returned record %d of workspace %q after seq %d", workspace, rec.Seq, rec.Workspace, lastSeq)
 		}
-		hs, err := tlog.StoredHashes(n, LeafData(rec), reader)
+		var leaf tlog.Hash
+		leaf, buf = appendLeafHash(buf, rec)
+		hs, err := tlog.StoredHashesForRecordHash(n, leaf, reader)
 		if err != nil {
 			return growth{}, fmt.Errorf("integrate %s: stored hashes of leaf %d: %w", workspace, n, err)
 		}
