@@ -142,7 +142,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		switch {
 		case err == nil:
 			authed = true
-			setLogKey(r, p.KeyID)
+			w.keyID = p.KeyID
 		case rest:
 			return refuse(ladder.AsError(err))
 		}
@@ -192,7 +192,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 			// Afresh: the time the key lookup took is not the body's.
 			_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		}
-		data, err := io.ReadAll(r.Body)
+		data, err := readBody(r.Body, r.ContentLength)
 		if isTimeout(err) {
 			return refuse(&ladder.Error{Code: ladder.CodeBodyTimeout, Message: fmt.Sprintf("The request body did not arrive within %s.", s.bodyTimeout),
 				Hint: "nothing was done; send the whole body at once and retry (a body is read under a " + s.bodyTimeout.String() + " deadline)"})
@@ -205,7 +205,7 @@ func (s *Server) admit(w *statusWriter, r *http.Request) (_ *http.Request, relea
 		}
 		// A body read to its end needs no lifting of the deadline:
 		// net/http clears it when it starts its background read.
-		r.Body = &replayBody{Reader: bytes.NewReader(data), err: err}
+		r.Body = &replayBody{Reader: bytes.NewReader(data), data: data, err: err}
 	}
 
 	if s.inflight != nil {
@@ -292,7 +292,43 @@ func (s *Server) writeRPCRefusal(w http.ResponseWriter, e *ladder.Error) {
 // it themselves — a *http.MaxBytesError for a body over the limit, say.
 type replayBody struct {
 	*bytes.Reader
-	err error
+	data []byte
+	err  error
+}
+
+// Bytes returns what is left of the body, then the error that ended its
+// read, and leaves the body read to its end: the MCP handler takes a body
+// this way rather than copying it again.
+func (b *replayBody) Bytes() ([]byte, error) {
+	rest := b.data[len(b.data)-b.Len():]
+	b.Reset(nil)
+	return rest, b.err
+}
+
+// readBody reads body to its end. A body that states its length (as
+// every JSON client's does) is read into a buffer of that size, one
+// allocation; io.ReadAll's doubling from 512 bytes is for the rest.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	if length <= 0 || length > MaxBodyBytes {
+		return io.ReadAll(body)
+	}
+	// One byte more than stated, so the read that meets the end has room
+	// and a body longer than it said still comes out whole.
+	b := make([]byte, 0, length+1)
+	for {
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			rest, err := io.ReadAll(body)
+			return append(b, rest...), err
+		}
+	}
 }
 
 func (b *replayBody) Read(p []byte) (int, error) {

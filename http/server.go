@@ -276,7 +276,7 @@ func (s *Server) auth(h handlerFunc, kinds ...ladder.KeyKind) handlerFunc {
 		if kerr := ladder.CheckKeyKind(p, kinds...); kerr != nil {
 			return kerr
 		}
-		setLogKey(r, p.KeyID)
+		setLogKey(w, p.KeyID)
 		if err := s.svc.Admit(p); err != nil {
 			return err
 		}
@@ -438,12 +438,20 @@ func (w *statusWriter) Flush() {
 	}
 }
 
-type logKeyCtx struct{}
-
-// setLogKey lets the access log name the key (by id only).
-func setLogKey(r *http.Request, id string) {
-	if sw, ok := r.Context().Value(logKeyCtx{}).(*statusWriter); ok {
-		sw.keyID = id
+// setLogKey lets the access log name the key (by id only). It finds the
+// log's statusWriter under w rather than in the request's context, so
+// instrument need not copy every request to carry it.
+func setLogKey(w http.ResponseWriter, id string) {
+	for {
+		switch x := w.(type) {
+		case *statusWriter:
+			x.keyID = id
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
 	}
 }
 
@@ -454,7 +462,6 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
-		r = r.WithContext(context.WithValue(r.Context(), logKeyCtx{}, sw))
 		// A refusal at the door is counted there and not logged: a flood
 		// of them must stay cheap.
 		refused := false

@@ -220,6 +220,20 @@ type envelope struct {
 	argsFault *strictjson.Error
 }
 
+// readBody reads r's body, at most MaxBodyBytes of it. A body ladder's
+// HTTP server has read already at its door says so with a Bytes method,
+// and is taken as it is instead of being copied again.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(interface{ Bytes() ([]byte, error) }); ok {
+		body, err := rb.Bytes()
+		if err == nil && len(body) > MaxBodyBytes {
+			err = &http.MaxBytesError{Limit: MaxBodyBytes}
+		}
+		return body, err
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+}
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -232,7 +246,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeRPCError(w, http.StatusForbidden, nil, err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(w, r)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {

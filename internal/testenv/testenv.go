@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -145,6 +146,9 @@ type Options struct {
 	// CheckpointKey, when set, is the private checkpoint key to sign with
 	// (replicas of one database share one).
 	CheckpointKey string
+	// Logger, when set, is the HTTP server's log (its access log among
+	// it); by default the server logs nothing.
+	Logger *slog.Logger
 }
 
 // Start starts a server on the given YAML config (the demo config when
@@ -262,7 +266,7 @@ func StartWith(t testing.TB, yaml string, opts Options) *Env {
 		mounts[oauth.MetadataPath+"/mcp"] = verifier.MetadataHandler()
 	}
 	srv := httptest.NewUnstartedServer(lhttp.New(lhttp.Options{Service: svc, Mounts: mounts, Registry: reg, MaxInFlight: opts.MaxInFlight, Challenge: challenge, AllowedOrigins: cfg.Server.AllowedOrigins,
-		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout}))
+		MaxInFlightPerKey: opts.MaxInFlightPerKey, MaxInFlightPerAddress: opts.MaxInFlightPerAddress, BodyTimeout: opts.BodyTimeout, Logger: opts.Logger}))
 	if opts.Listener != nil {
 		srv.Listener.Close()
 		srv.Listener = opts.Listener
