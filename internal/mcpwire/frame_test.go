@@ -47,6 +47,7 @@ func checkFrame(t *testing.T, id []byte, text string, stateless bool) {
 	t.Helper()
 	for _, res := range resultShapes(text) {
 		checkMarshalResult(t, res)
+		checkToolResponse(t, id, res, stateless)
 	}
 	raw, err := json.Marshal(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: map[string]string{"t": text}})
 	if err != nil {
@@ -62,6 +63,28 @@ func checkFrame(t *testing.T, id []byte, text string, stateless bool) {
 	}
 	if werr == nil && !bytes.Equal(got, want) {
 		t.Fatalf("id %q text %q:\nframeResult %s\nEncode      %s", id, text, got, want)
+	}
+}
+
+// checkToolResponse holds ToolResponse, which writes the frame and the
+// result in one buffer, to Encode of the message holding json.Marshal's
+// result (with go-sdk's resultType for a stateless client): the same
+// bytes, or an error from both.
+func checkToolResponse(t *testing.T, id []byte, res *sdk.CallToolResult, stateless bool) {
+	t.Helper()
+	want, werr := json.Marshal(res)
+	if werr == nil {
+		if stateless && len(want) > 2 && want[len(want)-1] == '}' {
+			want = append(want[:len(want)-1:len(want)-1], `,"resultType":"complete"}`...)
+		}
+		want, werr = Encode(&Message[json.RawMessage]{JSONRPC: Version, ID: id, Result: want})
+	}
+	got, gerr := ToolResponse(id, res, nil, stateless)
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("id %q %+v: reference error %v, ToolResponse error %v", id, res, werr, gerr)
+	}
+	if werr == nil && !bytes.Equal(got, want) {
+		t.Fatalf("id %q %+v:\nToolResponse %s\nreference    %s", id, res, got, want)
 	}
 }
 

@@ -88,14 +88,34 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 		msg.Error = WireError(callErr)
 		return Encode(&msg)
 	}
-	raw, err := marshalResult(res)
+	// The frame, the result and its resultType in one buffer: written
+	// apart, the result was copied into the frame and once more to append
+	// the field (frameResult and marshalResult are the two halves, which
+	// TestFrameResultMatchesEncode holds to encoding/json's bytes).
+	out, err := appendFrameHead(make([]byte, 0, resultSizeHint(id, res)), id)
 	if err != nil {
 		return nil, err
 	}
-	if stateless && len(raw) > 2 && raw[len(raw)-1] == '}' {
-		raw = append(raw[:len(raw)-1:len(raw)-1], `,"resultType":"complete"}`...)
+	out = append(out, `,"result":`...)
+	start := len(out)
+	if out, err = appendResult(out, res); err != nil {
+		return nil, err
 	}
-	return frameResult(id, raw)
+	if stateless && len(out)-start > 2 && out[len(out)-1] == '}' {
+		out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
+	}
+	return append(out, '}'), nil
+}
+
+// resultSizeHint is room enough for most answers ToolResponse frames:
+// the frame, the text escaped at worst, and a route's or a call's
+// structured content (a larger one grows the buffer once or twice).
+func resultSizeHint(id json.RawMessage, res *sdk.CallToolResult) int {
+	n := 640 + len(id)
+	if text, ok := plainText(res); ok {
+		n += 2 * len(text)
+	}
+	return n
 }
 
 // marshalResult is json.Marshal(res) written out for the result every
@@ -106,14 +126,17 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 // structured value's own encoding, BENCHMARKS.md). Any other shape goes to
 // json.Marshal. TestMarshalResultMatchesSDK and FuzzFrameResult hold the
 // two to the same bytes.
-func marshalResult(res *sdk.CallToolResult) ([]byte, error) {
+func marshalResult(res *sdk.CallToolResult) ([]byte, error) { return appendResult(nil, res) }
+
+// appendResult appends marshalResult's bytes to out.
+func appendResult(out []byte, res *sdk.CallToolResult) ([]byte, error) {
 	text, ok := plainText(res)
 	if !ok {
-		return json.Marshal(res)
+		b, err := json.Marshal(res)
+		return append(out, b...), err
 	}
 	// AppendJSONString escapes HTML, as the reflecting encoder does inside
 	// json.Marshal(res).
-	out := make([]byte, 0, len(`{"content":[{"type":"text","text":}],"structuredContent":,"isError":true}`)+2*len(text)+64)
 	out = append(ladder.AppendJSONString(append(out, `{"content":[{"type":"text","text":`...), text), `}]`...)
 	if res.StructuredContent != nil {
 		out = append(out, `,"structuredContent":`...)
@@ -163,19 +186,35 @@ func plainText(res *sdk.CallToolResult) (string, bool) {
 // HTML, as Encode does not). TestFrameResultMatchesEncode holds the two
 // to the same bytes.
 func frameResult(id, raw json.RawMessage) ([]byte, error) {
-	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(raw))
-	out = append(out, `{"jsonrpc":"`+Version+`"`...)
-	if len(id) > 0 {
-		b := bytes.NewBuffer(append(out, `,"id":`...))
-		if err := json.Compact(b, id); err != nil {
-			return nil, err
-		}
-		out = b.Bytes()
+	out, err := appendFrameHead(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(raw)), id)
+	if err != nil {
+		return nil, err
 	}
 	if len(raw) > 0 {
 		out = append(append(out, `,"result":`...), raw...)
 	}
 	return append(out, '}'), nil
+}
+
+// appendFrameHead appends a response frame's opening to out: the version
+// and the id, compacted. An id with no space in it (a client's number or
+// plain string, as nearly every id is) is compact already and copied as
+// it is; the others go through json.Compact, which also refuses one that
+// is not JSON.
+func appendFrameHead(out []byte, id json.RawMessage) ([]byte, error) {
+	out = append(out, `{"jsonrpc":"`+Version+`"`...)
+	if len(id) == 0 {
+		return out, nil
+	}
+	out = append(out, `,"id":`...)
+	if bytes.IndexAny(id, " \t\r\n") < 0 && json.Valid(id) {
+		return append(out, id...), nil
+	}
+	b := bytes.NewBuffer(out)
+	if err := json.Compact(b, id); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // CallParams are the params of a tools/call request. A client sends the
