@@ -305,11 +305,12 @@ func (b *replayBody) Bytes() ([]byte, error) {
 	return rest, b.err
 }
 
-// readBody reads body to its end. A body that states its length (as
-// every JSON client's does) is read into a buffer of that size, one
-// allocation; io.ReadAll's doubling from 512 bytes is for the rest.
+// readBody reads body to its end. A body that states a length up to
+// sizedBodyBytes (as every JSON client's call does) is read into a buffer
+// of that size, one allocation; io.ReadAll's doubling from 512 bytes is
+// for the rest.
 func readBody(body io.Reader, length int64) ([]byte, error) {
-	if length <= 0 || length > MaxBodyBytes {
+	if length <= 0 || length > sizedBodyBytes {
 		return io.ReadAll(body)
 	}
 	// One byte more than stated, so the read that meets the end has room
@@ -340,6 +341,12 @@ func (b *replayBody) Read(p []byte) (int, error) {
 }
 
 func (b *replayBody) Close() error { return nil }
+
+// sizedBodyBytes is the largest stated length readBody allocates for
+// before the bytes arrive. Above it the buffer grows with what comes: a
+// client stating 1 MiB and sending nothing would otherwise make the
+// server hold 1 MiB for a request's header alone, slot after slot.
+const sizedBodyBytes = 16 << 10
 
 func isTimeout(err error) bool {
 	var ne net.Error

@@ -23,6 +23,7 @@ func TestReadBody(t *testing.T) {
 		{"none", 0},
 		{"stated short", 10},
 		{"stated long", int64(len(body)) + 50},
+		{"over what is sized", sizedBodyBytes + 1},
 		{"over the cap", MaxBodyBytes + 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,6 +33,11 @@ func TestReadBody(t *testing.T) {
 				t.Fatalf("readBody = %d bytes, %v; want the %d bytes", len(got), err, len(body))
 			}
 		})
+	}
+	// A header stating 1 MiB does not buy 1 MiB of the server's memory:
+	// past sizedBodyBytes the buffer holds what arrived.
+	if got, err := readBody(strings.NewReader("short"), MaxBodyBytes); err != nil || string(got) != "short" || cap(got) > sizedBodyBytes {
+		t.Fatalf("a 5-byte body stating %d bytes: %q, %v, a buffer of %d bytes", MaxBodyBytes, got, err, cap(got))
 	}
 	boom := errors.New("connection reset")
 	got, err := readBody(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 100)
