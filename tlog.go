@@ -102,7 +102,8 @@ type TlogStore interface {
 	// records from position from in its log on, in position order: the
 	// positions the append gave them under the workspace's head lock
 	// (each record's leaf index), stopping before the first position not
-	// committed.
+	// committed. A record holds what its leaf covers (Canonical's
+	// fields); its chain hashes may be left empty.
 	TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]AuditRecord, error)
 	// TlogHashes returns workspace's stored hashes at indexes; an index
 	// not stored is ErrNotFound.

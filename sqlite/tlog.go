@@ -38,41 +38,51 @@ func (t tlogTx) Head() (size, lastSeq int64, err error) {
 
 // TlogPending returns workspace's committed records from position from
 // on, read on a reader: the writer, which every route waits on, is not
-// held while an integration reads them.
+// held while an integration reads them. A record holds what its leaf
+// covers; the chain hashes are not read.
 func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]ladder.AuditRecord, error) {
-	rows, err := s.readers.QueryContext(ctx, `SELECT `+auditColumns+`, ws_idx FROM audit WHERE workspace = ? AND ws_idx >= ? ORDER BY ws_idx LIMIT ?`, workspace, from, limit)
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+leafColumns+`, ws_idx FROM audit WHERE workspace = ? AND ws_idx >= ? ORDER BY ws_idx LIMIT ?`, workspace, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
 	}
-	type positioned struct {
-		rec ladder.AuditRecord
-		idx int64
-	}
-	got, err := collect(rows, func(r scanner) (positioned, error) {
-		var p positioned
-		rec, err := scanAudit(scanFunc(func(dest ...any) error { return r.Scan(append(dest, &p.idx)...) }))
-		p.rec = rec
-		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
-	}
-	// Records are kept up to the first position missing, so a store bug
-	// cannot make a tree skip one.
-	recs := make([]ladder.AuditRecord, 0, len(got))
-	for i, p := range got {
-		if p.idx != from+int64(i) {
+	defer rows.Close()
+	// Under load every integration reads a whole batch: room for it at
+	// once, rather than doubling up to it a record at a time.
+	recs := make([]ladder.AuditRecord, 0, min(limit, pendingRoom))
+	for rows.Next() {
+		var (
+			rec  ladder.AuditRecord
+			at   string
+			data []byte
+			idx  int64
+		)
+		if err := rows.Scan(&rec.Seq, &rec.Workspace, &rec.Actor, &rec.Kind, &rec.Subject, &at, &data, &idx); err != nil {
+			return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
+		}
+		// Records are kept up to the first position missing, so a store
+		// bug cannot make a tree skip one.
+		if idx != from+int64(len(recs)) {
 			break
 		}
-		recs = append(recs, p.rec)
+		if rec.At, err = parseTime(at); err != nil {
+			return nil, fmt.Errorf("tlog pending: %w", err)
+		}
+		rec.Data = data
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tlog pending: %w", s.mapErr(err))
 	}
 	return recs, nil
 }
 
-// scanFunc is a scanner from a function.
-type scanFunc func(dest ...any) error
+// leafColumns are the audit columns a record's leaf covers (Canonical's
+// fields): auditColumns without the chain hashes.
+const leafColumns = "seq, workspace, actor, kind, subject, at, data"
 
-func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
+// pendingRoom is the most records TlogPending makes room for before it
+// reads any: translog.IntegrateBatch.
+const pendingRoom = 256
 
 func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
 	// Each table takes its rows in one statement over a JSON array of

@@ -23,6 +23,44 @@ var tlogTests = []struct {
 	{"TlogIntegrateConcurrent", testTlogIntegrate},
 	{"TlogIntegrateStaleHead", testTlogIntegrateStale},
 	{"TlogCheckpointsAndMeta", testTlogCheckpoints},
+	{"TlogPending", testTlogPending},
+}
+
+// testTlogPending: TlogPending hands the integrator a workspace's records
+// from a position on, in position order and no further than the limit,
+// each with what its leaf covers: the same canonical bytes as the record
+// ListAudit returns, whatever the other workspace appended in between.
+func testTlogPending(t *testing.T, s ladder.Store) {
+	ctx := context.Background()
+	for i := range 10 {
+		ws := wsA
+		if i%3 == 1 {
+			ws = wsB
+		}
+		data := map[string]any{"i": i, "memo": fmt.Sprintf("line %d\n\"quoted\" <b>é</b>", i)}
+		if _, err := s.AppendAudit(ctx, entry(t, ws, ladder.AuditRoute, fmt.Sprintf("q/s/item-%d", i), t0.Add(time.Duration(i)*time.Millisecond+123456), data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := must(s.ListAudit(ctx, ladder.AuditQuery{Workspace: wsA, Limit: 100}))
+	if len(recs) != 7 {
+		t.Fatalf("%d records of %s, want 7", len(recs), wsA)
+	}
+	for _, c := range []struct {
+		from        int64
+		limit, want int
+	}{{0, 100, 7}, {2, 3, 3}, {5, 10, 2}, {7, 10, 0}} {
+		got := must(s.TlogPending(ctx, wsA, c.from, c.limit))
+		if len(got) != c.want {
+			t.Fatalf("TlogPending(from %d, limit %d): %d records, want %d", c.from, c.limit, len(got), c.want)
+		}
+		for i, r := range got {
+			want := recs[c.from+int64(i)]
+			if r.Seq != want.Seq || r.Workspace != wsA || string(r.Canonical()) != string(want.Canonical()) {
+				t.Errorf("TlogPending(from %d) record %d:\n%s\nwant\n%s", c.from, i, r.Canonical(), want.Canonical())
+			}
+		}
+	}
 }
 
 // testTlogIntegrate appends records of two workspaces while four

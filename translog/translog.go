@@ -132,7 +132,11 @@ func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth
 	}
 	// Hashes this integration computed are read from memory; older ones
 	// from the store.
-	fresh := map[int64]tlog.Hash{}
+	// A leaf adds two stored hashes on average (itself and, for each
+	// trailing one in its index, a parent).
+	fresh := make(map[int64]tlog.Hash, 2*len(recs))
+	g.hashes = make([]ladder.TlogHash, 0, 2*len(recs))
+	g.leaves = make([]ladder.TlogLeaf, 0, len(recs))
 	stored := Reader(ctx, st, workspace)
 	reader := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(indexes))

@@ -207,7 +207,7 @@ func appendFrameHead(out []byte, id json.RawMessage) ([]byte, error) {
 		return out, nil
 	}
 	out = append(out, `,"id":`...)
-	if bytes.IndexAny(id, " \t\r\n") < 0 && json.Valid(id) {
+	if !bytes.ContainsAny(id, " \t\r\n") && json.Valid(id) {
 		return append(out, id...), nil
 	}
 	b := bytes.NewBuffer(out)
