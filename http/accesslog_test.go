@@ -1,38 +1,22 @@
 package http_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/testenv"
 )
 
-// syncBuffer is a bytes.Buffer the server's handlers may write from many
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines returns the access log's lines ("msg":"request") written so far.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// requestLines returns the access log's lines ("msg":"request") in log.
+func requestLines(t *testing.T, log string) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range bytes.Split(bytes.TrimSpace(s.b.Bytes()), []byte("\n")) {
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
 		var m map[string]any
-		if err := json.Unmarshal(l, &m); err != nil {
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line %q: %v", l, err)
 		}
 		if m["msg"] == "request" {
@@ -48,7 +32,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 // request without a valid key (one the /mcp handler answers; a refusal at
 // the door is counted, not logged).
 func TestAccessLogNamesKey(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.Buffer
 	e := testenv.StartWith(t, "", testenv.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	agent, human := e.Keys["vantrow-bills/agent"], e.Keys["vantrow-bills/human"]
 	agentID, _, err := ladder.ParseKeyToken(agent)
@@ -74,7 +58,7 @@ func TestAccessLogNamesKey(t *testing.T) {
 	}
 	steps(agent)
 
-	got := logs.lines(t)
+	got := requestLines(t, logs.String())
 	want := []struct{ path, key string }{{"/v1/steps", humanID}, {"/mcp", agentID}, {"/mcp", ""}, {"/v1/steps", agentID}}
 	if len(got) != len(want) {
 		t.Fatalf("%d access log lines, want %d: %v", len(got), len(want), got)

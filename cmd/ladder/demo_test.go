@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/internal/testenv"
 )
 
 // TestSecondDemoOnABusyPort starts one demo in-process, then a second on
@@ -24,7 +25,7 @@ func TestSecondDemoOnABusyPort(t *testing.T) {
 	addr := freeAddr(t)
 	keysFile, gwFile, db := filepath.Join(dir, "keys.json"), filepath.Join(dir, "gateway.yaml"), filepath.Join(dir, "demo.db")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"demo", "--addr", addr, "--db", db, "--keys", keysFile, "--gateway", gwFile},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/internal/testenv"
 )
 
 // TestServeIdentityWiring: `ladder serve` with an identity section serves
@@ -34,7 +35,7 @@ identity:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--unsigned-audit", "--config", cfgPath, "--db", filepath.Join(dir, "l.db"), "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)

@@ -26,7 +26,7 @@ func TestDemoInProcess(t *testing.T) {
 	addr := freeAddr(t)
 	keysFile, gwFile := filepath.Join(dir, "keys.json"), filepath.Join(dir, "gateway.yaml")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"demo", "--addr", addr, "--db", filepath.Join(dir, "demo.db"), "--keys", keysFile, "--gateway", gwFile},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/internal/testenv"
 	"github.com/ladderhq/ladder/sqlite"
 )
 
@@ -23,7 +24,7 @@ func serveOnce(t *testing.T, cfg, db string) (log, metrics string) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)

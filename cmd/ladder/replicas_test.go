@@ -29,6 +29,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/config"
+	"github.com/ladderhq/ladder/internal/testenv"
 )
 
 // postgresDSN returns LADDER_TEST_POSTGRES or skips the test.
@@ -97,24 +98,7 @@ type serveProcess struct {
 	Name string
 	URL  string
 	cmd  *exec.Cmd
-	log  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log  *testenv.Buffer
 }
 
 // startServe starts `ladder serve --config cfg --db db` on a free loopback
@@ -141,7 +125,7 @@ func launchServe(t *testing.T, bin, name, cfg, db string, env ...string) (*serve
 	ln.Close()
 	cmd := exec.Command(bin, "serve", "--unsigned-audit", "--config", cfg, "--db", db, "--addr", addr)
 	cmd.Env = append(os.Environ(), env...)
-	p := &serveProcess{Name: name, URL: "http://" + addr, cmd: cmd, log: &lockedBuffer{}}
+	p := &serveProcess{Name: name, URL: "http://" + addr, cmd: cmd, log: &testenv.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		return nil, err
