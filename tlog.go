@@ -89,6 +89,12 @@ type TlogMeta struct {
 	ChainSeq int64
 }
 
+// TlogBatch is the most records one integration reads (TlogPending) and
+// adds to a workspace's tree, so a first integration of a long log does
+// not hold the write lock for long; a store makes room for that many at
+// once.
+const TlogBatch = 256
+
 // TlogStore keeps the per-workspace transparency logs over the audit
 // records: their leaves, stored hashes and signed checkpoints. The tree
 // hashing itself lives outside the domain (package translog).
@@ -98,8 +104,9 @@ type TlogStore interface {
 	IntegrateTx(ctx context.Context, workspace string, fn func(TlogTx) error) error
 	// TlogHead returns workspace's tree size and last leaf seq.
 	TlogHead(ctx context.Context, workspace string) (size, lastSeq int64, err error)
-	// TlogPending returns up to limit of workspace's committed audit
-	// records from position from in its log on, in position order: the
+	// TlogPending returns up to limit (an integration asks for TlogBatch)
+	// of workspace's committed audit records from position from in its
+	// log on, in position order: the
 	// positions the append gave them under the workspace's head lock
 	// (each record's leaf index), stopping before the first position not
 	// committed. A record holds what its leaf covers (Canonical's

@@ -72,9 +72,9 @@ func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, l
 // filled later, but a store bug must not make a tree skip one.
 func pendingRecords(rows pgx.Rows, from int64, limit int) ([]ladder.AuditRecord, error) {
 	defer rows.Close()
-	// Under load every integration reads a whole batch (IntegrateBatch):
+	// Under load every integration reads a whole batch (ladder.TlogBatch):
 	// room for it at once, rather than doubling up to it.
-	recs := make([]ladder.AuditRecord, 0, min(limit, 256))
+	recs := make([]ladder.AuditRecord, 0, min(limit, ladder.TlogBatch))
 	for rows.Next() {
 		var (
 			rec  ladder.AuditRecord

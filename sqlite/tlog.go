@@ -48,7 +48,7 @@ func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, l
 	defer rows.Close()
 	// Under load every integration reads a whole batch: room for it at
 	// once, rather than doubling up to it a record at a time.
-	recs := make([]ladder.AuditRecord, 0, min(limit, pendingRoom))
+	recs := make([]ladder.AuditRecord, 0, min(limit, ladder.TlogBatch))
 	for rows.Next() {
 		var (
 			rec  ladder.AuditRecord
@@ -79,10 +79,6 @@ func (s *Store) TlogPending(ctx context.Context, workspace string, from int64, l
 // leafColumns are the audit columns a record's leaf covers (Canonical's
 // fields): auditColumns without the chain hashes.
 const leafColumns = "seq, workspace, actor, kind, subject, at, data"
-
-// pendingRoom is the most records TlogPending makes room for before it
-// reads any: translog.IntegrateBatch.
-const pendingRoom = 256
 
 func (t tlogTx) Append(size, lastSeq int64, leaves []ladder.TlogLeaf, hashes []ladder.TlogHash) error {
 	// Each table takes its rows in one statement over a JSON array of

@@ -36,9 +36,9 @@ type Store interface {
 	ladder.AuditStore
 }
 
-// IntegrateBatch is the most records one Integrate transaction adds, so a
-// first integration of a long log does not hold the write lock for long.
-const IntegrateBatch = 256
+// IntegrateBatch is the most records one Integrate transaction adds
+// (ladder.TlogBatch).
+const IntegrateBatch = ladder.TlogBatch
 
 // LeafData returns the bytes rec's leaf hashes: its canonical form.
 func LeafData(rec ladder.AuditRecord) []byte { return rec.Canonical() }
