@@ -88,10 +88,12 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 		msg.Error = WireError(callErr)
 		return Encode(&msg)
 	}
-	// The frame, the result and its resultType in one buffer: written
-	// apart, the result was copied into the frame and once more to append
-	// the field (frameResult and marshalResult are the two halves, which
-	// TestFrameResultMatchesEncode holds to encoding/json's bytes).
+	// Encode(&msg) written out, the frame, the result and its resultType
+	// in one buffer: the encoder would walk the message by reflection and
+	// copy the result through its compactor once more, and written apart
+	// the result was copied into the frame and again to append the field.
+	// TestFrameResultMatchesEncode and FuzzFrameResult hold this to
+	// Encode's bytes.
 	out, err := appendFrameHead(make([]byte, 0, resultSizeHint(id, res)), id)
 	if err != nil {
 		return nil, err
@@ -178,26 +180,9 @@ func plainText(res *sdk.CallToolResult) (string, bool) {
 	return tc.Text, true
 }
 
-// frameResult is Encode(&Message[json.RawMessage]{JSONRPC: Version, ID:
-// id, Result: raw}) written out, for the answer of every tools/call: the
-// encoder would walk the struct by reflection and copy raw, which
-// json.Marshal made compact already, through its compactor once more.
-// The id is compacted as the encoder does (json.Compact does not escape
-// HTML, as Encode does not). TestFrameResultMatchesEncode holds the two
-// to the same bytes.
-func frameResult(id, raw json.RawMessage) ([]byte, error) {
-	out, err := appendFrameHead(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(raw)), id)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > 0 {
-		out = append(append(out, `,"result":`...), raw...)
-	}
-	return append(out, '}'), nil
-}
-
 // appendFrameHead appends a response frame's opening to out: the version
-// and the id, compacted. An id with no space in it (a client's number or
+// and the id, compacted as the encoder does (json.Compact does not escape
+// HTML, as Encode does not). An id with no space in it (a client's number or
 // plain string, as nearly every id is) is compact already and copied as
 // it is; the others go through json.Compact, which also refuses one that
 // is not JSON.
