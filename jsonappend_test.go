@@ -132,6 +132,28 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 	}
 }
 
+// TestCallJSONSize: a call whose strings need no escaping, with every
+// field set and its times in the longest form they take, encodes within
+// the room jsonSize makes for it, so AppendJSON allocates once.
+func TestCallJSONSize(t *testing.T) {
+	zone := time.FixedZone("", -(9*3600 + 30*60))
+	started := time.Date(2026, 12, 6, 23, 59, 59, 999999999, zone)
+	finished := started.Add(time.Second)
+	c := Call{ID: "cl_" + strings.Repeat("a", 26), Workspace: "partner-programs", Capability: "ticket6:approveCommission",
+		KeyID: "k_" + strings.Repeat("b", 22), IdempotencyKey: "bill-B-1042", Status: CallFailed,
+		Payload: json.RawMessage(`{"bill_id":"B-1042","amount_usd":12.5}`), Scope: map[string]string{"program": "partner-2027", "relationship": "relationship:partner-2027:creator-1"},
+		RouteID: "rt_" + strings.Repeat("c", 26), GateDecisionID: "gd_" + strings.Repeat("d", 26), EvidenceSHA256: strings.Repeat("e", 64),
+		ApprovalID: "ap_" + strings.Repeat("f", 26), AuditSeq: 1<<62 - 1, Result: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`),
+		Error: "upstream answered 503", ErrorCode: CodeUpstreamFailed, UpstreamStatus: 503, StartedAt: started, FinishedAt: &finished}
+	doc, err := c.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc) > c.jsonSize() {
+		t.Errorf("a call of %d bytes of JSON, jsonSize %d: count what the new bytes are in jsonSize", len(doc), c.jsonSize())
+	}
+}
+
 // TestRouteAuditDataMatchesMarshal holds a route's audit data to
 // json.Marshal of routeAuditData (the fields of TestAppendJSONMatchesMarshal
 // above), and its fields to Route's: a field added to one and not the

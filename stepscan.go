@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -121,6 +122,33 @@ func JSONString(v []byte) (string, bool) {
 		in = in[i+n:]
 	}
 	return out.String(), true
+}
+
+// JSONScalar returns the Go value a json.Decoder with UseNumber reads
+// into an any from v, a value JSONObjectMembers gave, when v is a scalar:
+// a string (as JSONString reads it), a number (its literal, as a
+// json.Number), true, false or null. It reports false for an object or an
+// array, and for a string JSONString declines, for the caller's own
+// decoder: a decoder costs a buffer of its own for every value it reads.
+func JSONScalar(v []byte) (any, bool) {
+	if len(v) == 0 {
+		return nil, false
+	}
+	switch b := v[0]; {
+	case b == '"':
+		return JSONString(v)
+	case b == '-' || '0' <= b && b <= '9':
+		if end, ok := numberEnd(v, 0); ok && end == len(v) {
+			return json.Number(v), true
+		}
+	case string(v) == "true":
+		return true, true
+	case string(v) == "false":
+		return false, true
+	case string(v) == "null":
+		return nil, true
+	}
+	return nil, false
 }
 
 // jsonScan checks JSON grammar without keeping anything.

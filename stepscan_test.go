@@ -1,6 +1,7 @@
 package ladder
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"testing"
@@ -145,6 +146,67 @@ func FuzzJSONString(f *testing.F) {
 		var want string
 		if err := json.Unmarshal(data, &want); err != nil || got != want {
 			t.Fatalf("JSONString(%q) = %q; encoding/json %q (%v)", data, got, want, err)
+		}
+	})
+}
+
+// jsonScalarSeeds are values for TestJSONScalar and FuzzJSONScalar.
+var jsonScalarSeeds = []string{`0`, `-0`, `12.5`, `-1e400`, `1E+2`, `123456789012345678901234567890`, `true`, `false`, `null`,
+	`"plain"`, `"a\nb"`, `"\ud800"`, `{}`, `[]`, `{"a":1}`, `[1,"x"]`}
+
+// decodeAny is what a json.Decoder with UseNumber reads into an any.
+func decodeAny(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// TestJSONScalar: JSONScalar reads every scalar as the decoder does (a
+// number as its literal) and leaves objects, arrays and the strings
+// JSONString declines to it.
+func TestJSONScalar(t *testing.T) {
+	for _, s := range jsonScalarSeeds {
+		got, ok := JSONScalar([]byte(s))
+		want, err := decodeAny([]byte(s))
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		_, str := JSONString([]byte(s))
+		if declines := s[0] == '{' || s[0] == '[' || s[0] == '"' && !str; ok == declines {
+			t.Errorf("JSONScalar(%s) answered %v", s, ok)
+			continue
+		}
+		if ok && got != want {
+			t.Errorf("JSONScalar(%s) = %#v; the decoder %#v", s, got, want)
+		}
+	}
+	if got, ok := JSONScalar([]byte(`1.`)); ok {
+		t.Errorf("JSONScalar(1.) = %#v, not a number", got)
+	}
+}
+
+// FuzzJSONScalar: whatever JSONScalar reads, a decoder with UseNumber
+// reads alike; it answers for every number and literal.
+func FuzzJSONScalar(f *testing.F) {
+	for _, s := range append(jsonScalarSeeds, jsonStringSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || len(data) == 0 || bytes.TrimSpace(data)[0] != data[0] || len(bytes.TrimSpace(data)) != len(data) {
+			return // not a value as JSONObjectMembers gives it
+		}
+		got, ok := JSONScalar(data)
+		if !ok {
+			if data[0] != '{' && data[0] != '[' && data[0] != '"' {
+				t.Fatalf("JSONScalar(%q) declined a scalar", data)
+			}
+			return
+		}
+		want, err := decodeAny(data)
+		if err != nil || got != want {
+			t.Fatalf("JSONScalar(%q) = %#v; the decoder %#v (%v)", data, got, want, err)
 		}
 	})
 }

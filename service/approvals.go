@@ -253,21 +253,20 @@ func (s *Service) Approve(ctx context.Context, p ladder.Principal, id string, re
 	}
 	edited := false
 	if len(bytes.TrimSpace(req.Payload)) > 0 {
-		var pl map[string]any
-		dec := json.NewDecoder(bytes.NewReader(req.Payload))
-		dec.UseNumber() // an edited amount keeps its digits, as a call's does
-		if err := dec.Decode(&pl); err != nil || pl == nil {
+		// An edited amount keeps its digits, as a call's does.
+		pl := decodeObject(req.Payload)
+		if pl == nil {
 			return ladder.ApprovalView{}, argError("payload", "is not a JSON object", "send the edited payload as an object")
 		}
 		if err := s.scopeInPayload(p.Workspace, pl); err != nil {
 			return ladder.ApprovalView{}, err
 		}
-		if err := s.ValidatePayload(p.Workspace, c, pl); err != nil {
-			return ladder.ApprovalView{}, editRefused(err)
-		}
 		canon, err := ladder.CanonicalJSON(pl)
 		if err != nil {
 			return ladder.ApprovalView{}, err
+		}
+		if err := s.validatePayloadJSON(p.Workspace, c, canon); err != nil {
+			return ladder.ApprovalView{}, editRefused(err)
 		}
 		if err := argSizes(c, canon, nil); err != nil {
 			return ladder.ApprovalView{}, err

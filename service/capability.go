@@ -87,9 +87,7 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		}
 	}
 	if p, ok := args[argPayload]; ok {
-		dec := json.NewDecoder(bytes.NewReader(p))
-		dec.UseNumber()
-		if err := dec.Decode(&a.payload); err != nil || a.payload == nil {
+		if a.payload = decodeObject(p); a.payload == nil {
 			return a, argError(argPayload, "is not a JSON object", "send payload as an object, e.g. {}")
 		}
 	}
@@ -100,14 +98,14 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		switch {
 		case k == argPayload:
 		case k == argIdempotencyKey:
-			if err := json.Unmarshal(v, &a.idempotencyKey); err != nil || len(a.idempotencyKey) > 200 {
+			if err := unmarshalString(v, &a.idempotencyKey); err != nil || len(a.idempotencyKey) > 200 {
 				return a, argError(k, "must be a string of at most 200 characters", "send a key unique to this action, e.g. the bill id")
 			}
 		case k == argEvidence && c.Gate != nil:
 			a.evidence = v
 		case slices.Contains(c.ScopeFields, k):
 			var sv string
-			if err := json.Unmarshal(v, &sv); err != nil {
+			if err := unmarshalString(v, &sv); err != nil {
 				return a, argError(k, "must be a string", "send the scope value as a string")
 			}
 			a.scope[k] = sv
@@ -119,10 +117,8 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 					return a, argError(k, fmt.Sprintf("is given both at the top level and inside payload (as %q)", pk), "send it once, spelled as documented")
 				}
 			}
-			var val any
-			dec := json.NewDecoder(bytes.NewReader(v))
-			dec.UseNumber()
-			if err := dec.Decode(&val); err != nil {
+			val, err := decodeValue(v)
+			if err != nil {
 				return a, argError(k, "is not valid JSON", "fix the value")
 			}
 			a.payload[k] = val
@@ -142,6 +138,53 @@ func splitArgs(c ladder.Capability, raw json.RawMessage) (capabilityArgs, error)
 		return a, argError(argEvidence, "is required", fmt.Sprintf("this capability is gated by %s/%s: call {{gate_functions}} with case %q to see the evidence to send", c.Gate.Case, c.Gate.Fn, c.Gate.Case))
 	}
 	return a, nil
+}
+
+// decodeValue reads one JSON value of a call's arguments as a json.Decoder
+// with UseNumber does (numbers stay json.Number, so an amount keeps its
+// digits), without a decoder for a scalar: each decoder costs a read
+// buffer of its own, a cost every call paid for each argument.
+func decodeValue(v []byte) (any, error) {
+	if x, ok := ladder.JSONScalar(v); ok {
+		return x, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	err := dec.Decode(&x)
+	return x, err
+}
+
+// decodeObject reads a JSON object as decodeValue would, member by member,
+// or returns nil when raw is not one (null included). A key that holds an
+// escape sends the whole object through the decoder, which unescapes it.
+func decodeObject(raw []byte) map[string]any {
+	m := map[string]any{}
+	if ladder.JSONObjectMembers(raw, func(key []byte, escaped bool, v []byte) bool {
+		if escaped {
+			return false
+		}
+		x, err := decodeValue(v)
+		m[string(key)] = x
+		return err == nil
+	}) {
+		return m
+	}
+	x, err := decodeValue(raw)
+	if m, ok := x.(map[string]any); ok && err == nil {
+		return m
+	}
+	return nil
+}
+
+// unmarshalString is json.Unmarshal into a string, without encoding/json's
+// reflection for a string JSONString reads.
+func unmarshalString(v []byte, dst *string) error {
+	if s, ok := ladder.JSONString(v); ok {
+		*dst = s
+		return nil
+	}
+	return json.Unmarshal(v, dst)
 }
 
 // misspelled reports whether an argument name differs only in case from a
@@ -219,12 +262,18 @@ func (s *Service) payloadSchema(workspace string, c ladder.Capability) (*jsonsch
 // ValidatePayload checks a payload against the capability's declared
 // schema; a fault names the field.
 func (s *Service) ValidatePayload(workspace string, c ladder.Capability, payload map[string]any) error {
+	data, _ := json.Marshal(payload)
+	return s.validatePayloadJSON(workspace, c, data)
+}
+
+// validatePayloadJSON is ValidatePayload of the payload's JSON (a call's
+// canonical payload: one encoding of it serves both).
+func (s *Service) validatePayloadJSON(workspace string, c ladder.Capability, data []byte) error {
 	r, err := s.payloadSchema(workspace, c)
 	if err != nil {
 		return err
 	}
-	// Round-trip so numbers are float64, as the validator expects.
-	data, _ := json.Marshal(payload)
+	// Read back so numbers are float64, as the validator expects.
 	var v any
 	_ = json.Unmarshal(data, &v)
 	if err := r.Validate(v); err != nil {
@@ -306,14 +355,14 @@ func (s *Service) CallCapability(ctx context.Context, p ladder.Principal, name s
 	if err := s.scopeInPayload(p.Workspace, a.payload); err != nil {
 		return ladder.CallResult{}, err
 	}
-	if err := s.ValidatePayload(p.Workspace, c, a.payload); err != nil {
+	payload, err := ladder.CanonicalJSON(a.payload)
+	if err != nil {
+		return ladder.CallResult{}, err
+	}
+	if err := s.validatePayloadJSON(p.Workspace, c, payload); err != nil {
 		return ladder.CallResult{}, err
 	}
 	if err := s.checkScope(p.Workspace, a.scope); err != nil {
-		return ladder.CallResult{}, err
-	}
-	payload, err := ladder.CanonicalJSON(a.payload)
-	if err != nil {
 		return ladder.CallResult{}, err
 	}
 	if err := argSizes(c, payload, a.evidence); err != nil {
