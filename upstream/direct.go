@@ -26,7 +26,10 @@ import (
 type mcpSession struct {
 	cs  *sdk.ClientSession
 	url string
-	hc  *http.Client // carries the executor's headers
+	// hdr adds the executor's headers to the session's own posts, which hc
+	// (on hdr's base transport) then sends as they are.
+	hdr headerTransport
+	hc  *http.Client
 	// version is the negotiated protocol; direct is whether tools/call goes
 	// as a plain POST (protocols up to 2025-11-25, whose requests need no
 	// _meta or Mcp-Method/Mcp-Name headers).
@@ -35,8 +38,8 @@ type mcpSession struct {
 	seq     atomic.Int64
 }
 
-func newMCPSession(cs *sdk.ClientSession, url string, hc *http.Client, sdkOnly bool) *mcpSession {
-	s := &mcpSession{cs: cs, url: url, hc: hc}
+func newMCPSession(cs *sdk.ClientSession, url string, hdr headerTransport, sdkOnly bool) *mcpSession {
+	s := &mcpSession{cs: cs, url: url, hdr: hdr, hc: &http.Client{Transport: hdr.base}}
 	if r := cs.InitializeResult(); r != nil {
 		s.version = r.ProtocolVersion
 	}
@@ -153,6 +156,7 @@ func (s *mcpSession) post(ctx context.Context, body []byte) (*http.Response, err
 	if err != nil {
 		return nil, err
 	}
+	s.hdr.add(req)
 	return s.hc.Do(req)
 }
 

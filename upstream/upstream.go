@@ -320,17 +320,28 @@ type headerTransport struct {
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	traced := t.inject != nil && trace.SpanContextFromContext(r.Context()).IsValid()
-	if len(t.h) > 0 || traced {
+	if len(t.h) > 0 || t.traced(r) {
+		// A RoundTripper must not change its caller's request.
 		r = r.Clone(r.Context())
-		for k, v := range t.h {
-			r.Header[k] = v
-		}
-		if traced {
-			t.inject(r.Context(), r.Header)
-		}
+		t.add(r)
 	}
 	return t.base.RoundTrip(r)
+}
+
+func (t headerTransport) traced(r *http.Request) bool {
+	return t.inject != nil && trace.SpanContextFromContext(r.Context()).IsValid()
+}
+
+// add puts the executor's headers and the trace context on r, a request
+// its caller owns: the session's own posts get them without the copy
+// RoundTrip makes of a request that is not its own.
+func (t headerTransport) add(r *http.Request) {
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	if t.traced(r) {
+		t.inject(r.Context(), r.Header)
+	}
 }
 
 // slot returns the session slot of an upstream URL.
@@ -372,7 +383,7 @@ func (p *Pool) session(ctx context.Context, x ladder.Executor) (*mcpSession, err
 			return nil, err
 		}
 	}
-	sl.s = newMCPSession(cs, url, hc, p.sdkOnly)
+	sl.s = newMCPSession(cs, url, ht, p.sdkOnly)
 	calls := "go-sdk client"
 	if sl.s.direct {
 		calls = "plain POST"

@@ -46,6 +46,7 @@ type upstreamServer struct {
 	versions []string // MCP-Protocol-Version of each tools/call
 	ids      []string // JSON-RPC id of each tools/call
 	bodies   []string // each tools/call as sent
+	headers  []string // each request's method with its X-Tenant and Authorization headers
 }
 
 type upstreamOptions struct {
@@ -66,7 +67,11 @@ func newUpstream(t *testing.T, opt upstreamOptions) *upstreamServer {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+		_ = json.Unmarshal(body, &m)
+		u.mu.Lock()
+		u.headers = append(u.headers, fmt.Sprintf("%s %s: %s, %s", r.Method, m.Method, r.Header.Get("X-Tenant"), r.Header.Get("Authorization")))
+		u.mu.Unlock()
+		if m.Method == "tools/call" {
 			u.mu.Lock()
 			u.versions = append(u.versions, r.Header.Get("Mcp-Protocol-Version"))
 			u.ids = append(u.ids, string(m.ID))
@@ -104,6 +109,60 @@ func (u *upstreamServer) reset() {
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 		&sdk.StreamableHTTPOptions{Stateless: !u.opt.stateful, JSONResponse: !u.opt.stateful})
 	u.h.Store(&h)
+}
+
+// TestExecutorHeadersReachTheUpstream: the executor's headers, written in
+// the config and read from the environment, go with every request of the
+// session, whichever client sends the call: go-sdk's, or the plain POST
+// that carries tools/call for the protocols that allow it.
+func TestExecutorHeadersReachTheUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		sdkOnly bool
+		opt     upstreamOptions
+	}{
+		{"plain POST", false, upstreamOptions{}},
+		{"plain POST, stateful", false, upstreamOptions{stateful: true}},
+		{"go-sdk's client", true, upstreamOptions{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, tt.opt)
+			getenv := func(k string) string {
+				if k == "LEDGER_TOKEN" {
+					return "Bearer up-secret"
+				}
+				return ""
+			}
+			p := upstream.NewPool(getenv, nil)
+			if tt.sdkOnly {
+				p = upstream.SDKOnly(p)
+			}
+			defer p.Close()
+			x := ladder.Executor{Kind: ladder.ExecMCP, URL: u.URL, Tool: "echo", Headers: map[string]string{"X-Tenant": "acme"},
+				HeadersFromEnv: map[string]string{"Authorization": "LEDGER_TOKEN"}}
+			for range 2 {
+				if _, err := p.Execute(context.Background(), x, upstream.Request{CallID: "c1", Payload: json.RawMessage(`{"bill_id":"B-7"}`),
+					Scope: map[string]string{"program": "p-1"}}); err != nil {
+					t.Fatalf("Execute: %v", err)
+				}
+			}
+			u.mu.Lock()
+			seen := slices.Clone(u.headers)
+			u.mu.Unlock()
+			calls := 0
+			for _, h := range seen {
+				if !strings.HasSuffix(h, ": acme, Bearer up-secret") {
+					t.Errorf("request %q, want X-Tenant acme and the Authorization from the environment", h)
+				}
+				if strings.HasPrefix(h, "POST tools/call:") {
+					calls++
+				}
+			}
+			if calls != 2 {
+				t.Errorf("requests %q: %d tools/call, want 2", seen, calls)
+			}
+		})
+	}
 }
 
 func (u *upstreamServer) seen() (versions, ids []string) {
