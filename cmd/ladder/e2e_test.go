@@ -28,6 +28,16 @@ var buildOnce struct {
 	err  error
 }
 
+// TestMain removes the binary ladderBinary built (55 MB a run, in the
+// system's temporary directory, which no test's TempDir cleans).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.path != "" {
+		_ = os.RemoveAll(filepath.Dir(buildOnce.path))
+	}
+	os.Exit(code)
+}
+
 // ladderBinary builds the real binary once per test run.
 func ladderBinary(t *testing.T) string {
 	t.Helper()
