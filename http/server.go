@@ -36,6 +36,10 @@ const MaxBodyBytes = 1 << 20
 type Options struct {
 	Service *service.Service
 	Logger  *slog.Logger
+	// AccessLog gets the line every request but a probe or a scrape
+	// leaves ("msg":"request"); nil means Logger. cmd/ladder gives it a
+	// handler whose lines are written a few at a time (internal/logbuf).
+	AccessLog *slog.Logger
 	// TracerProvider makes the authentication span and names the
 	// request's span (otelhttp's, started around this handler) after its
 	// route; nil makes none.
@@ -87,6 +91,7 @@ type Server struct {
 	tracer  trace.Tracer // nil: tracing off
 	svc     *service.Service
 	log     *slog.Logger
+	access  slog.Handler // the access log's handler (Options.AccessLog)
 	reg     *prometheus.Registry
 	baseURL string
 	mux     *http.ServeMux
@@ -125,6 +130,10 @@ func New(opts Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.access = s.log.Handler()
+	if opts.AccessLog != nil {
+		s.access = opts.AccessLog.Handler()
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
@@ -502,8 +511,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			s.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			s.latency.WithLabelValues(route, r.Method).Observe(d.Seconds())
 			if route != "GET /metrics" && route != "GET /healthz" {
-				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-					slog.Int("status", status), slog.Duration("duration", d), slog.String("key_id", sw.keyID))
+				s.logRequest(r, status, d, sw.keyID)
 			}
 		}()
 		if !exempt(r.URL.Path) {
@@ -517,6 +525,21 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// logRequest writes r's access log line. It hands the record to the
+// handler itself, as log/slog's documentation shows for wrappers, with no
+// source position: Logger.LogAttrs would walk the stack for one on every
+// request, and the line never shows it.
+func (s *Server) logRequest(r *http.Request, status int, d time.Duration, keyID string) {
+	ctx := r.Context()
+	if !s.access.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	rec.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.Duration("duration", d), slog.String("key_id", keyID))
+	_ = s.access.Handle(ctx, rec) // as Logger.LogAttrs, which drops a handler's error
 }
 
 // exempt reports whether path is a probe or metrics endpoint, which

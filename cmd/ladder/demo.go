@@ -52,7 +52,9 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	log := newLogger(e.stderr)
+	logs := newServerLogs(e.stderr)
+	defer logs.flush()
+	log := logs.log
 	cfg, err := config.Parse("demo.yaml", config.Demo())
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
@@ -138,7 +140,7 @@ func cmdDemo(ctx context.Context, e env, args []string) error {
 	// One agent key may have as many requests in progress as the whole
 	// server, as its rate limit is generous: bench/run.sh drives one key
 	// with 64 clients.
-	return serveStack(ctx, st, serveOptions{addr: *addr, listener: ln, demo: true, toolNames: *toolNames, openWorkspace: *openWS, maxPerKey: lhttp.DefaultMaxInFlight, ready: func(url string) error {
+	return serveStack(ctx, st, serveOptions{addr: *addr, listener: ln, demo: true, accessLog: logs.access, toolNames: *toolNames, openWorkspace: *openWS, maxPerKey: lhttp.DefaultMaxInFlight, ready: func(url string) error {
 		// The files are written only now that this demo holds its port,
 		// so they never name keys of a demo that is not running.
 		data, _ := json.MarshalIndent(keys, "", "  ")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -39,6 +40,7 @@ func TestDemoInProcess(t *testing.T) {
 			if err != nil {
 				t.Errorf("demo ended with %v\n%s", err, stderr.String())
 			}
+			checkAccessLog(t, stderr.String())
 		case <-time.After(20 * time.Second):
 			t.Error("demo did not stop within 20s of its context ending")
 		}
@@ -93,6 +95,37 @@ func TestDemoInProcess(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || strings.Count(string(body), `"status":"pending"`) != 3 || !strings.Contains(string(body), `"item":"BILL-771"`) {
 		t.Errorf("pending approvals of the demo: %d %s", resp.StatusCode, body)
+	}
+}
+
+// checkAccessLog: the demo's log, once it has stopped, is whole JSON
+// lines, and holds the access lines of the test's two requests in the
+// order they were made, before the line saying it is shutting down (the
+// access log's lines are gathered and written together, internal/logbuf).
+func checkAccessLog(t *testing.T, log string) {
+	t.Helper()
+	var paths []string
+	shutdown := -1
+	for i, l := range strings.Split(strings.TrimSuffix(log, "\n"), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %d is not JSON (%v): %q", i+1, err, l)
+		}
+		switch m["msg"] {
+		case "request":
+			if shutdown >= 0 {
+				t.Errorf("access line after the shutdown line: %q", l)
+			}
+			paths = append(paths, m["path"].(string))
+		case "shutting down; letting in-flight requests finish":
+			shutdown = i
+		}
+	}
+	if shutdown < 0 {
+		t.Error("no shutdown line in the demo's log")
+	}
+	if want := "[/v1/steps /v1/approvals]"; fmt.Sprint(paths) != want {
+		t.Errorf("access lines for %v, want %s", paths, want)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/ladderhq/ladder/demo"
 	lhttp "github.com/ladderhq/ladder/http"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	"github.com/ladderhq/ladder/internal/logbuf"
 	"github.com/ladderhq/ladder/internal/metrics"
 	"github.com/ladderhq/ladder/oauth"
 	"github.com/ladderhq/ladder/postgres"
@@ -71,6 +72,23 @@ func (s *stack) flushTraces() {
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
+
+// serverLogs are a server's loggers, over one output: log writes each line
+// at once; access, the access log, gathers its lines and writes them a few
+// times a second (internal/logbuf), and a line of log writes them first.
+type serverLogs struct {
+	log, access *slog.Logger
+	buf         *logbuf.Writer
+}
+
+func newServerLogs(w io.Writer) serverLogs {
+	b := logbuf.New(w)
+	return serverLogs{log: newLogger(b.Immediate()), access: newLogger(b), buf: b}
+}
+
+// flush writes out the access lines still gathered; a server calls it as
+// it stops.
+func (l serverLogs) flush() { _ = l.buf.Flush() }
 
 // openStore opens PostgreSQL for a postgres:// URL and SQLite for anything
 // else.
@@ -177,6 +195,8 @@ type serveOptions struct {
 	// (0: the http package's defaults).
 	maxPerKey, maxPerAddress int
 	bodyTimeout              time.Duration
+	// accessLog gets the access log's lines; nil: the stack's logger.
+	accessLog *slog.Logger
 	// mounts are extra handlers by pattern (the Slack interactivity
 	// endpoint).
 	mounts map[string]http.Handler
@@ -306,7 +326,9 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	log := newLogger(e.stderr)
+	logs := newServerLogs(e.stderr)
+	defer logs.flush()
+	log := logs.log
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -341,7 +363,7 @@ func cmdServe(ctx context.Context, e env, args []string) error {
 	if token != "" && e.getenv("LADDER_ADMIN_KEY") == "" {
 		fmt.Fprintf(e.stdout, "First start on an empty database: this admin key manages every workspace.\nIt is shown once; store it now.\n\n  %s\n\n", token)
 	}
-	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames, maxInFlight: *maxInFlight,
+	return serveStack(ctx, st, serveOptions{addr: *addr, baseURL: *baseURL, toolNames: *toolNames, maxInFlight: *maxInFlight, accessLog: logs.access,
 		maxPerKey: *maxPerKey, maxPerAddress: *maxPerAddress, bodyTimeout: *bodyTimeout})
 }
 

@@ -98,7 +98,7 @@ func newHandler(st *stack, reg *prometheus.Registry, o serveOptions) (http.Handl
 	for p, h := range o.mounts {
 		mounts[p] = h
 	}
-	h := http.Handler(lhttp.New(lhttp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, Registry: reg, BaseURL: o.baseURL,
+	h := http.Handler(lhttp.New(lhttp.Options{TracerProvider: tp, Service: st.svc, Logger: st.log, AccessLog: o.accessLog, Registry: reg, BaseURL: o.baseURL,
 		Mounts: mounts, MaxInFlight: o.maxInFlight, Challenge: challenge, AllowedOrigins: st.cfg.Server.AllowedOrigins,
 		MaxInFlightPerKey: o.maxPerKey, MaxInFlightPerAddress: o.maxPerAddress, BodyTimeout: o.bodyTimeout}))
 	return st.tel.Handler(h), nil
