@@ -18,7 +18,7 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(w *wtx) error {
+	err = s.write(ctx, func(w *wtx) error {
 		res, err := w.exec(`UPDATE calls SET status = ?, doc = ? WHERE id = ? AND workspace = ? AND status = ?`,
 			string(c.Status), rc.doc, c.ID, c.Workspace, string(from))
 		if err != nil {
@@ -38,6 +38,21 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 		_, err = w.appendReady(rc.audit)
 		return err
 	})
+	if err == nil && from == ladder.CallRunning && c.Status != ladder.CallRunning {
+		s.settled()
+	}
+	return err
+}
+
+// settled takes a call that is no longer running off s.running, which a
+// call begun before a restart was never on.
+func (s *Store) settled() {
+	for {
+		n := s.running.Load()
+		if n <= 0 || s.running.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
 }
 
 // UpdateCall stores c over the call whose status is still from.

@@ -38,6 +38,9 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 	if err != nil {
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
 	}
+	if out.CallCreated && out.Call.Status == ladder.CallRunning {
+		s.running.Add(1)
+	}
 	out.Route.StateAuditRate = 0 // not stored: the route as stored
 	return out, nil
 }

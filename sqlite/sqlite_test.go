@@ -436,3 +436,66 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 		t.Fatalf("VerifyAudit after reopening = %d, %v; want %d", n, err, rounds*perRound)
 	}
 }
+
+// TestRunningCallsCount: the calls this process began and has not settled,
+// which the group commit's linger waits for (Store.running): a call
+// begun counts, a second begin with the same idempotency key or a call
+// stored settled does not, a stored outcome takes it off, and a call begun before a restart and
+// settled after it leaves the count at zero.
+func TestRunningCallsCount(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ladder.db")
+	s := openPath(t, path)
+	call := func(id string) ladder.Call {
+		return ladder.Call{ID: id, Workspace: "ws-a", Capability: "tms:postBill", KeyID: "k_agent", IdempotencyKey: "key-" + id,
+			Status: ladder.CallRunning, StartedAt: t0}
+	}
+	entry := func(id string) ladder.AuditEntry {
+		e, err := ladder.NewAuditEntry("ws-a", "k_agent", ladder.AuditCall, id, t0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	begin := func(s *Store, id string) ladder.Call {
+		c, _, err := s.BeginCall(ctx, call(id), entry(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := begin(s, "cl_a"), begin(s, "cl_b")
+	begin(s, "cl_a") // the same key: the first call, not a new one
+	// A call stored already settled (the record of an approved call that
+	// never began) is not running.
+	tomb := call("cl_tomb")
+	tomb.Status = ladder.CallFailed
+	if _, _, err := s.BeginCall(ctx, tomb, entry(tomb.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.running.Load(); n != 2 {
+		t.Fatalf("%d calls running after two begun (and one stored settled), want 2", n)
+	}
+	a.Status = ladder.CallOK
+	if _, err := s.FinishCall(ctx, a, entry(a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishCall(ctx, a, entry(a.ID)); !errors.Is(err, ladder.ErrConflict) {
+		t.Fatalf("finishing a finished call: %v, want a conflict", err)
+	}
+	if n := s.running.Load(); n != 1 {
+		t.Fatalf("%d calls running after one finished (and a refused second finish), want 1", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openPath(t, path)
+	defer s.Close()
+	b.Status = ladder.CallUnknown
+	if _, err := s.UpdateCall(ctx, b, ladder.CallRunning, entry(b.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.running.Load(); n != 0 {
+		t.Fatalf("%d calls running after a restart settled the call begun before it, want 0", n)
+	}
+}

@@ -70,6 +70,19 @@ type Options struct {
 	// LingerBatch is the batch size at which the writer stops lingering.
 	// Zero means 16.
 	LingerBatch int
+	// Expect, when set, says how many writes the backend knows are still
+	// to come: the SQLite store's calls running, each of which writes its
+	// result when its upstream answers. While it reports LingerBatch or
+	// more, the writer lingers up to ExpectLinger and a linger the timer
+	// ends does not back off: so many callers arrive at random, not all
+	// at once (64 clients of proxied calls made 5 writes a commit, and the
+	// back-off left 2% of commits lingering; BENCHMARKS.md, issue 22,
+	// session 33). Below that it is the few steady callers the back-off
+	// is for, and a longer wait costs them throughput.
+	Expect func() int
+	// ExpectLinger is the linger while Expect reports LingerBatch or
+	// more writes to come. Zero means Linger.
+	ExpectLinger time.Duration
 }
 
 // Stats counts what a Batcher did, for metrics and tests.
@@ -84,11 +97,13 @@ type Stats struct {
 // Batcher is a group-commit queue with one writer goroutine. Its methods
 // are safe for concurrent use.
 type Batcher[T any] struct {
-	run         RunFunc[T]
-	maxBatch    int
-	linger      time.Duration
-	lingerBatch int
-	reqs        chan *request[T]
+	run          RunFunc[T]
+	maxBatch     int
+	linger       time.Duration
+	lingerBatch  int
+	expect       func() int
+	expectLinger time.Duration
+	reqs         chan *request[T]
 
 	// mu guards closed and the send on reqs, so Close cannot close the
 	// channel while a Do is sending on it.
@@ -125,12 +140,14 @@ func New[T any](run RunFunc[T], opts Options) *Batcher[T] {
 		opts.LingerBatch = 16
 	}
 	b := &Batcher[T]{
-		run:         run,
-		maxBatch:    opts.MaxBatch,
-		linger:      opts.Linger,
-		lingerBatch: min(opts.LingerBatch, opts.MaxBatch),
-		reqs:        make(chan *request[T], opts.QueueSize),
-		done:        make(chan struct{}),
+		run:          run,
+		maxBatch:     opts.MaxBatch,
+		linger:       opts.Linger,
+		expect:       opts.Expect,
+		expectLinger: opts.ExpectLinger,
+		lingerBatch:  min(opts.LingerBatch, opts.MaxBatch),
+		reqs:         make(chan *request[T], opts.QueueSize),
+		done:         make(chan struct{}),
 	}
 	go b.loop()
 	return b
@@ -213,13 +230,20 @@ func (b *Batcher[T]) loop() {
 		batch = append(batch[:0], req)
 		open := b.take(&batch)
 		if want := min(last+1, b.lingerBatch); open && b.linger > 0 && last > 1 && len(batch) < want {
-			if skip > 0 {
+			// Many writes known to be coming: wait longer, and never
+			// take a timer's end for a sign that nobody is.
+			expecting := b.expect != nil && b.expect() >= b.lingerBatch
+			if skip > 0 && !expecting {
 				skip--
 			} else {
+				d := b.linger
+				if expecting {
+					d = max(d, b.expectLinger)
+				}
 				if timer == nil {
-					timer = time.NewTimer(b.linger)
+					timer = time.NewTimer(d)
 				} else {
-					timer.Reset(b.linger)
+					timer.Reset(d)
 				}
 				b.lingers.Add(1)
 				if b.lingerFor(&batch, want, timer.C) {
@@ -227,8 +251,10 @@ func (b *Batcher[T]) loop() {
 					idle = 0
 				} else {
 					b.expired.Add(1)
-					idle = min(idle+1, maxIdle)
-					skip = 1 << idle
+					if !expecting {
+						idle = min(idle+1, maxIdle)
+						skip = 1 << idle
+					}
 				}
 				timer.Stop()
 				b.take(&batch)

@@ -488,3 +488,48 @@ func TestLingerBacksOffForAFewSteadyCallers(t *testing.T) {
 		t.Errorf("%d lingers ended by the timer over %d batches of %d steady callers; want at most a quarter", st.Expired, st.Batches, callers)
 	}
 }
+
+// TestLingerDoesNotBackOffWhileWritesAreExpected: the same steady callers
+// as TestLingerBacksOffForAFewSteadyCallers, but the backend says many
+// more writes are coming (Options.Expect at LingerBatch: that many calls
+// running elsewhere): a linger the timer ends is then chance, not a sign
+// that everyone is in the batch, so the writer keeps lingering on every
+// small batch instead of backing off. Below LingerBatch it backs off as
+// without Expect.
+func TestLingerDoesNotBackOffWhileWritesAreExpected(t *testing.T) {
+	for _, expected := range []int{16, 15} {
+		t.Run(fmt.Sprint(expected), func(t *testing.T) { testLingerExpecting(t, expected) })
+	}
+}
+
+func testLingerExpecting(t *testing.T, expected int) {
+	db := &fakeDB{syncDelay: 2 * time.Millisecond}
+	b := New(db.run, Options{Linger: 5 * time.Millisecond, Expect: func() int { return expected }})
+	defer b.Close()
+	const callers, each = 4, 20
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				if err := b.Do(context.Background(), write(fmt.Sprintf("%d-%d", c, i))); err != nil {
+					t.Errorf("Do: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := b.Stats()
+	t.Logf("%d batches, %d lingers, %d ended by the timer", st.Batches, st.Lingers, st.Expired)
+	if st.Ops != callers*each {
+		t.Fatalf("%d ops run, want %d", st.Ops, callers*each)
+	}
+	// The back-off leaves at most a quarter of the batches lingering
+	// (TestLingerBacksOffForAFewSteadyCallers); without it, nearly all do.
+	if expected >= 16 && st.Lingers*2 < st.Batches {
+		t.Errorf("%d lingers over %d batches with %d writes expected; want every small batch to linger", st.Lingers, st.Batches, expected)
+	}
+	if expected < 16 && st.Expired*4 > st.Batches {
+		t.Errorf("%d lingers ended by the timer over %d batches with only %d writes expected; want the back-off", st.Expired, st.Batches, expected)
+	}
+}
