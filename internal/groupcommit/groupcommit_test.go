@@ -454,29 +454,8 @@ func sortedCopy(s []string) []string {
 // ends instead of waiting on every commit: 160 ops cost a handful of
 // lingers, not one a batch.
 func TestLingerBacksOffForAFewSteadyCallers(t *testing.T) {
-	// A commit takes long enough (a simulated fsync) for both callers to
-	// be queued for the next one.
-	db := &fakeDB{syncDelay: 2 * time.Millisecond}
-	b := New(db.run, Options{Linger: 5 * time.Millisecond})
-	defer b.Close()
-	const callers, each = 4, 40
-	var wg sync.WaitGroup
-	for c := range callers {
-		wg.Go(func() {
-			for i := range each {
-				if err := b.Do(context.Background(), write(fmt.Sprintf("%d-%d", c, i))); err != nil {
-					t.Errorf("Do: %v", err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	st := b.Stats()
-	t.Logf("%d batches, %d lingers, %d ended by the timer", st.Batches, st.Lingers, st.Expired)
-	if st.Ops != callers*each {
-		t.Fatalf("%d ops run, want %d", st.Ops, callers*each)
-	}
+	const callers = 4
+	st := steadyCallers(t, Options{Linger: 5 * time.Millisecond}, callers, 40)
 	// Every linger has ended, by the timer or by the batch growing.
 	if st.Grown+st.Expired != st.Lingers {
 		t.Errorf("%d lingers, %d ended by the timer and %d by ops arriving; want them to add up", st.Lingers, st.Expired, st.Grown)
@@ -503,10 +482,26 @@ func TestLingerDoesNotBackOffWhileWritesAreExpected(t *testing.T) {
 }
 
 func testLingerExpecting(t *testing.T, expected int) {
+	st := steadyCallers(t, Options{Linger: 5 * time.Millisecond, Expect: func() int { return expected }}, 4, 20)
+	// The back-off leaves at most a quarter of the batches lingering
+	// (TestLingerBacksOffForAFewSteadyCallers); without it, nearly all do.
+	if expected >= 16 && st.Lingers*2 < st.Batches {
+		t.Errorf("%d lingers over %d batches with %d writes expected; want every small batch to linger", st.Lingers, st.Batches, expected)
+	}
+	if expected < 16 && st.Expired*4 > st.Batches {
+		t.Errorf("%d lingers ended by the timer over %d batches with only %d writes expected; want the back-off", st.Expired, st.Batches, expected)
+	}
+}
+
+// steadyCallers runs callers that each write and wait, each times, through
+// a Batcher with opts whose commits take 2 ms (a simulated fsync: long
+// enough for every caller to be queued for the next one), and returns its
+// stats once every op has committed.
+func steadyCallers(t *testing.T, opts Options, callers, each int) Stats {
+	t.Helper()
 	db := &fakeDB{syncDelay: 2 * time.Millisecond}
-	b := New(db.run, Options{Linger: 5 * time.Millisecond, Expect: func() int { return expected }})
+	b := New(db.run, opts)
 	defer b.Close()
-	const callers, each = 4, 20
 	var wg sync.WaitGroup
 	for c := range callers {
 		wg.Go(func() {
@@ -521,15 +516,8 @@ func testLingerExpecting(t *testing.T, expected int) {
 	wg.Wait()
 	st := b.Stats()
 	t.Logf("%d batches, %d lingers, %d ended by the timer", st.Batches, st.Lingers, st.Expired)
-	if st.Ops != callers*each {
+	if st.Ops != int64(callers*each) {
 		t.Fatalf("%d ops run, want %d", st.Ops, callers*each)
 	}
-	// The back-off leaves at most a quarter of the batches lingering
-	// (TestLingerBacksOffForAFewSteadyCallers); without it, nearly all do.
-	if expected >= 16 && st.Lingers*2 < st.Batches {
-		t.Errorf("%d lingers over %d batches with %d writes expected; want every small batch to linger", st.Lingers, st.Batches, expected)
-	}
-	if expected < 16 && st.Expired*4 > st.Batches {
-		t.Errorf("%d lingers ended by the timer over %d batches with only %d writes expected; want the back-off", st.Expired, st.Batches, expected)
-	}
+	return st
 }
