@@ -441,8 +441,7 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 // which the group commit's linger waits for (Store.running): a call
 // begun counts, a second begin with the same idempotency key or a call
 // stored settled does not, a stored outcome takes it off, and a call
-// begun before a restart and
-// settled after it leaves the count at zero.
+// begun before a restart and settled after it leaves the count at zero.
 func TestRunningCallsCount(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "ladder.db")
