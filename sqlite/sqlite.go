@@ -83,10 +83,11 @@ const DefaultLinger = 300 * time.Microsecond
 // or more calls are running in this process (groupcommit.Options.Expect
 // and ExpectLinger): their results come as their upstreams answer, a few
 // hundred microseconds apart under load, so a longer wait gathers more of
-// them into one commit. Measured with 64 clients of proxied calls: 7–9
-// writes a commit against 5, and about a tenth less of ladder's CPU a call
-// (BENCHMARKS.md, issue 22, session 33).
-const ExpectLinger = time.Millisecond
+// them into one commit. Measured with 64 clients of proxied calls: 1 ms
+// made 7–9 writes a commit against 5, for about a tenth less of ladder's
+// CPU a call (BENCHMARKS.md, issue 22, session 33); 2 ms, waiting for as
+// many writes as calls run, 12–14, for a tenth less again (session 34).
+const ExpectLinger = 2 * time.Millisecond
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
 // for concurrent use, and several processes may open the same file.

@@ -73,12 +73,16 @@ type Options struct {
 	// Expect, when set, says how many writes the backend knows are still
 	// to come: the SQLite store's calls running, each of which writes its
 	// result when its upstream answers. While it reports LingerBatch or
-	// more, the writer lingers up to ExpectLinger and a linger the timer
+	// more, the writer lingers until the batch holds that many ops (at
+	// most MaxBatch) or ExpectLinger has passed, and a linger the timer
 	// ends does not back off: so many callers arrive at random, not all
 	// at once (64 clients of proxied calls made 5 writes a commit, and the
 	// back-off left 2% of commits lingering; BENCHMARKS.md, issue 22,
-	// session 33). Below that it is the few steady callers the back-off
-	// is for, and a longer wait costs them throughput.
+	// session 33), and a batch that stopped at LingerBatch, or at one more
+	// than the last, left most of them to a commit of their own (7–9
+	// writes a commit; 12–14 waiting for them all; session 34). Below that
+	// it is the few steady callers the back-off is for, and a longer wait
+	// costs them throughput.
 	Expect func() int
 	// ExpectLinger is the linger while Expect reports LingerBatch or
 	// more writes to come. Zero means Linger.
@@ -229,10 +233,18 @@ func (b *Batcher[T]) loop() {
 		}
 		batch = append(batch[:0], req)
 		open := b.take(&batch)
-		if want := min(last+1, b.lingerBatch); open && b.linger > 0 && last > 1 && len(batch) < want {
-			// Many writes known to be coming: wait longer, and never
-			// take a timer's end for a sign that nobody is.
-			expecting := b.expect != nil && b.expect() >= b.lingerBatch
+		// Many writes known to be coming: wait longer, for all of them,
+		// and never take a timer's end for a sign that nobody is.
+		coming := 0
+		if b.expect != nil {
+			coming = b.expect()
+		}
+		expecting := coming >= b.lingerBatch
+		want := min(last+1, b.lingerBatch)
+		if expecting {
+			want = min(coming, b.maxBatch)
+		}
+		if open && b.linger > 0 && last > 1 && len(batch) < want {
 			if skip > 0 && !expecting {
 				skip--
 			} else {

@@ -379,6 +379,43 @@ func TestLingerGathersOneMoreThanLastBatch(t *testing.T) {
 	}
 }
 
+// TestLingerWaitsForEveryExpectedWrite: while Expect reports LingerBatch
+// or more writes to come, the writer holds the batch until it has that
+// many (at most MaxBatch), not one more than the last batch: the results
+// of that many running calls are coming, a few at a time.
+func TestLingerWaitsForEveryExpectedWrite(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		expected, maxBatch int
+		want               int
+	}{
+		{"as many as expected", 6, 0, 6},
+		{"at most MaxBatch", 100, 5, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := &fakeDB{}
+			// An hour: if the writer waited for the timer, the test would
+			// time out.
+			b := New(db.run, Options{Linger: time.Hour, LingerBatch: 4, MaxBatch: c.maxBatch,
+				Expect: func() int { return c.expected }})
+			defer b.Close()
+			twoBatch(t, b)
+			var dones []<-chan error
+			for i := range c.want {
+				dones = append(dones, doAsync(b, fmt.Sprint(i)))
+			}
+			for i, done := range dones {
+				if err := within(t, done); err != nil {
+					t.Errorf("op %d: %v", i, err)
+				}
+			}
+			if _, sizes := db.snapshot(); !cmp.Equal(sizes, []int{1, 2, c.want}) {
+				t.Errorf("transaction sizes %v, want [1 2 %d]", sizes, c.want)
+			}
+		})
+	}
+}
+
 func TestLoneCallerNeverLingers(t *testing.T) {
 	db := &fakeDB{}
 	b := New(db.run, Options{Linger: time.Hour})
