@@ -341,9 +341,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
 	}
-	if created && got.Status == ladder.CallRunning {
-		s.running.Add(1)
-	}
+	s.began(got, created)
 	return got, created, nil
 }
 

@@ -44,6 +44,15 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 	return err
 }
 
+// began puts a call this process just stored on s.running, if the write
+// created it running: not one found by its idempotency key, nor one stored
+// settled. settled takes it off again.
+func (s *Store) began(c ladder.Call, created bool) {
+	if created && c.Status == ladder.CallRunning {
+		s.running.Add(1)
+	}
+}
+
 // settled takes a call that is no longer running off s.running, which a
 // call begun before a restart was never on.
 func (s *Store) settled() {

@@ -38,9 +38,7 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 	if err != nil {
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
 	}
-	if out.CallCreated && out.Call.Status == ladder.CallRunning {
-		s.running.Add(1)
-	}
+	s.began(out.Call, out.CallCreated)
 	out.Route.StateAuditRate = 0 // not stored: the route as stored
 	return out, nil
 }
