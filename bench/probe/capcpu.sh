@@ -12,7 +12,10 @@
 # and the demo calls them (--upstream), so the demo's CPU is ladder's
 # alone; the stand-in's CPU a call is printed too, a yardstick of the
 # machine's speed at that moment. Each line also gives the share of the
-# demo's CPU spent in the kernel (/proc), and from /metrics the group
+# demo's CPU spent in the kernel (/proc), the load generator's CPU a call,
+# the machine's idle and iowait share (/proc/stat, all CPUs: a closed loop
+# of 64 clients that leaves CPU idle waits on something serial, such as the
+# group commit's fsync; BENCHMARKS.md, "Issue 22 (session 36)"), and from /metrics the group
 # commit's writes a commit and commits a call, and the demo's heap
 # allocated and garbage collections a call.
 # With PAIRS=N it runs only the capability budget, as N pairs of the
@@ -66,22 +69,29 @@ run() { # name, loadgen args... (the result in $T/name.json, or name.K.json in p
   local out=$T/$name.json
   [ "$PAIRS" = 0 ] || out=$T/$name.$pair.json
   "${ON0[@]}" "$LOADGEN" -clients 64 -duration 2s -warmup 0s "$@" -json > /dev/null
-  local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(scrape)
+  local c0=$(tk $P) k0=$(stk $P) s0=0 m0=$(scrape) st0 st1
   [ -z "$S" ] || s0=$(tk $S)
+  st0=$(head -1 /proc/stat)
   if [ -n "$PERF" ]; then perf record -F 999 -g -p $P -o $T/perf.$name -- sleep 6 >/dev/null 2>&1 & PP=$!; fi
-  "${ON0[@]}" "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $out
+  local TIMEFORMAT='%U %S' # bash's time: the load generator's user and system CPU
+  { time "${ON0[@]}" "$LOADGEN" -clients 64 -duration $DUR -warmup 0s "$@" -json > $out; } 2> $T/lg
   local c1=$(tk $P) k1=$(stk $P) s1=0 m1=$(scrape)
+  st1=$(head -1 /proc/stat)
   [ -z "$S" ] || s1=$(tk $S)
   [ -n "$PERF" ] && wait $PP
-  python3 - "$name" "$out" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) <<'PY'
+  python3 - "$name" "$out" $((c1-c0)) $((s1-s0)) $m0 $m1 $((k1-k0)) "$st0" "$st1" $T/lg <<'PY'
 import json,sys
 name,f,ticks,sticks=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4])
 c0,w0,a0,g0,c1,w1,a1,g1,kt=map(float,sys.argv[5:14])
+st=[b-a for a,b in zip(map(int,sys.argv[14].split()[1:]),map(int,sys.argv[15].split()[1:]))]
+lg=sum(float(x) for x in open(sys.argv[16]).read().split()[-2:])
 d=json.load(open(f))
 ok=d['calls']; rate=d['calls_per_s']
 line=[name, 'calls', ok, 'errors', d['errors'], 'rate %.0f' % rate, 'p99 %.1f' % d['p99_ms'], 'demo cpu us/call %.0f' % (ticks*1e4/ok if ok else -1)]
 if ticks >= 100: line.append('kernel %.0f%%' % (100*kt/ticks))  # a second of CPU or more: an idle demo's share says nothing
 if sticks: line.append('standin cpu us/call %.0f' % (sticks*1e4/ok))
+if ok: line.append('loadgen cpu us/call %.0f' % (lg*1e6/ok))
+line.append('machine idle %.0f%% iowait %.0f%%' % (100*st[3]/sum(st[:8]), 100*st[4]/sum(st[:8])))
 if c1 > c0 and ok: line.append('writes/commit %.1f commits/call %.3f' % ((w1-w0)/(c1-c0), (c1-c0)/ok))
 if ok: line.append('alloc KB/call %.1f GCs/call %.4f' % ((a1-a0)/ok/1024, (g1-g0)/ok))
 print(*line)
