@@ -244,21 +244,41 @@ func ChainHash(prevHash string, r AuditRecord) string {
 	bp := hashInputs.Get().(*[]byte)
 	b := r.AppendCanonical(append((*bp)[:0], prevHash...))
 	sum := sha256.Sum256(b)
+	putHashInput(bp, b)
+	return hexHash(sum)
+}
+
+// LeafHash returns r's leaf hash in its workspace's transparency log:
+// RFC 6962's SHA-256(0x00 ‖ canonical record), golang.org/x/mod/sumdb/tlog's
+// RecordHash of Canonical (package translog tests that they agree).
+func (r AuditRecord) LeafHash() [32]byte {
+	bp := hashInputs.Get().(*[]byte)
+	b := r.AppendCanonical(append((*bp)[:0], 0x00))
+	sum := sha256.Sum256(b)
+	putHashInput(bp, b)
+	return sum
+}
+
+// hashInputs holds the buffers records are hashed in.
+var hashInputs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// putHashInput returns b, grown from *bp, to hashInputs.
+func putHashInput(bp *[]byte, b []byte) {
 	if cap(b) <= maxPooledHashInput {
 		*bp = b[:0]
 		hashInputs.Put(bp)
 	}
-	var hx [2 * sha256.Size]byte
-	hex.Encode(hx[:], sum[:])
-	return string(hx[:])
 }
-
-// hashInputs holds ChainHash's input buffers.
-var hashInputs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // maxPooledHashInput is the largest buffer ChainHash keeps: a rare large
 // record's buffer is left to the collector rather than held by the pool.
 const maxPooledHashInput = 64 << 10
+
+func hexHash(sum [sha256.Size]byte) string {
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	return string(hx[:])
+}
 
 // Seal sets r's PrevHash and Hash given the previous record's hash. Stores
 // call it inside the transaction that appends r, so the chain is serialized
@@ -266,6 +286,26 @@ const maxPooledHashInput = 64 << 10
 func (r *AuditRecord) Seal(prevHash string) {
 	r.PrevHash = prevHash
 	r.Hash = ChainHash(prevHash, *r)
+}
+
+// SealLeaf is Seal that also returns r's LeafHash, for a store that hands
+// its appends' leaves to the integrator (TlogFeed): both hashes are taken
+// over one encoding of r.
+func (r *AuditRecord) SealLeaf(prevHash string) (leaf [32]byte) {
+	// The buffer is a spare byte, prevHash, then the canonical record. The
+	// chain hash is over all but the spare byte; then the byte just before
+	// the record (the spare one when prevHash is empty) becomes the leaf's
+	// 0x00 prefix, and the leaf hash is over it and the record.
+	bp := hashInputs.Get().(*[]byte)
+	b := append(append((*bp)[:0], 0), prevHash...)
+	rec := len(b)
+	b = r.AppendCanonical(b)
+	chain := sha256.Sum256(b[1:])
+	b[rec-1] = 0x00
+	leaf = sha256.Sum256(b[rec-1:])
+	putHashInput(bp, b)
+	r.PrevHash, r.Hash = prevHash, hexHash(chain)
+	return leaf
 }
 
 // ChainVerifier walks an audit log in sequence order and names the first

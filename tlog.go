@@ -45,6 +45,29 @@ func CheckLeaves(size int64, leaves []TlogLeaf) error {
 	return nil
 }
 
+// TlogFeed is offered by a store that hands the integrator the leaves its
+// own commits appended, so an integration does not read back and hash
+// again records this process has just written (TlogPending). It is only a
+// shortcut: the integrator still reads the head, checks it in IntegrateTx
+// and falls back to TlogPending wherever the feed has no leaf, so records
+// another process appended, or this one appended before a restart, are
+// read from the store as before.
+type TlogFeed interface {
+	// TlogFed returns up to limit of the leaves this store's committed
+	// appends gave workspace's log from position from on, consecutive,
+	// stopping before the first it did not give (none when position from
+	// is not one of them). Leaves before from are integrated and are let
+	// go.
+	TlogFed(workspace string, from int64, limit int) []FedLeaf
+}
+
+// FedLeaf is a leaf a store's commit appended: its position and record,
+// and the record's LeafHash as sealed.
+type FedLeaf struct {
+	TlogLeaf
+	Hash [32]byte
+}
+
 // TlogCheckpoint is a signed tree head of one workspace's log: the tree's
 // size and root hash and the signed note that states them.
 type TlogCheckpoint struct {

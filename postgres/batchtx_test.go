@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/storetest"
 )
 
 // A batch's last statements (its audit, events and notifications) travel
@@ -52,8 +53,10 @@ func countRows(t *testing.T, schema, table string) int {
 	return n
 }
 
-// wantStored checks that the schema holds routes routes and the store's
-// audit chain verifies with records records.
+// wantStored checks that the schema holds routes routes, the store's
+// audit chain verifies with records records, and the store's feed holds
+// the leaves of those records (storetest.CheckFed): a batch whose insert
+// or COMMIT failed fed nothing, and a batch run again fed its leaves once.
 func wantStored(t *testing.T, s *Store, schema string, routes int, records int64) {
 	t.Helper()
 	if n := countRows(t, schema, "routes"); n != routes {
@@ -62,6 +65,7 @@ func wantStored(t *testing.T, s *Store, schema string, routes int, records int64
 	if n, err := ladder.VerifyAudit(t.Context(), s); err != nil || n != records {
 		t.Errorf("VerifyAudit = %d, %v; want %d records", n, err, records)
 	}
+	storetest.CheckFed(t, s)
 }
 
 // TestTailStatementFails: the audit insert sent with the COMMIT fails, so

@@ -55,6 +55,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	"github.com/ladderhq/ladder/internal/leaffeed"
 	mig "github.com/ladderhq/ladder/internal/migrate"
 )
 
@@ -99,6 +100,9 @@ type Store struct {
 	closed atomic.Bool
 	// probeSwept is set once Ping has deleted other stores' stale probe rows.
 	probeSwept atomic.Bool
+	// feed holds the leaves this store's committed batches appended, for
+	// its integrator (TlogFed); another replica's are read back.
+	feed leaffeed.Feed
 }
 
 //go:embed migrations/*.sql
@@ -360,6 +364,9 @@ type wtx struct {
 	// tail holds the batch's last statements, each named for its error
 	// (queueTail), sent with its COMMIT (see flush).
 	tail pgx.Batch
+	// fed are the leaves flush's appends made, published to the store's
+	// feed once the batch commits.
+	fed []leaffeed.Leaf
 }
 
 // activeKey is a ladder.KeyCheck inside the write's transaction: the key
@@ -562,6 +569,7 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], checks
 		// committed and the batch may run again.
 		return nil, err, !errors.Is(err, errCommit) && retryable(err)
 	}
+	s.feed.Publish(w.fed)
 	return errs, nil, false
 }
 

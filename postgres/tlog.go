@@ -279,3 +279,10 @@ func (s *Store) loadCheckpoint(ctx context.Context, query string, args ...any) (
 	c.At = c.At.UTC()
 	return c, nil
 }
+
+// TlogFed implements ladder.TlogFeed: the leaves this store's committed
+// batches appended (wtx.fed). Another replica's leaves are not in it, and
+// are read back (TlogPending).
+func (s *Store) TlogFed(workspace string, from int64, limit int) []ladder.FedLeaf {
+	return s.feed.Take(workspace, from, limit)
+}

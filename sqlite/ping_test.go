@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/storetest"
 )
 
 // TestPingSeesAFullDisk runs the store on a 2 MiB tmpfs, fills it, and
@@ -96,4 +97,6 @@ func TestPingSeesAFullDisk(t *testing.T) {
 	if _, err := ladder.VerifyAudit(ctx, s); err != nil {
 		t.Errorf("VerifyAudit after the disk was full: %v", err)
 	}
+	// A batch the full disk failed fed no leaf.
+	storetest.CheckFed(t, s)
 }

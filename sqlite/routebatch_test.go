@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	"github.com/ladderhq/ladder/storetest"
 )
 
 // batchCase is one op of a mixed batch: a route to record, an audit
@@ -167,6 +168,7 @@ func runMixed(t *testing.T, cases []batchCase, oneBatch bool) (batchResult, int)
 	if _, err := ladder.VerifyAudit(ctx, s); err != nil {
 		t.Errorf("VerifyAudit: %v", err)
 	}
+	storetest.CheckFed(t, s)
 	return res, runs
 }
 

@@ -40,6 +40,7 @@ import (
 
 	"github.com/ladderhq/ladder"
 	"github.com/ladderhq/ladder/internal/groupcommit"
+	"github.com/ladderhq/ladder/internal/leaffeed"
 	mig "github.com/ladderhq/ladder/internal/migrate"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -115,6 +116,9 @@ type Store struct {
 	// of package groupcommit). A call begun before a restart and settled
 	// after it is not counted, so the count never goes below zero.
 	running atomic.Int64
+	// feed holds the leaves committed batches appended, for the
+	// integrator (TlogFed).
+	feed leaffeed.Feed
 	// readOnly is set by Options.ReadOnly: there is no writer, batcher or
 	// checkpointer, only readers.
 	readOnly bool
@@ -504,6 +508,10 @@ type wtx struct {
 	head  auditHead
 	heads map[string]wsHead
 	moved []string
+	// fed are the leaves this transaction's appends made, published to
+	// the store's feed once it commits; an op rolled back to its
+	// savepoint takes its own back out (tryBatch).
+	fed []leaffeed.Leaf
 	// keys are the answers of activeKey in this transaction.
 	keys ladder.KeyMemo
 }
@@ -715,12 +723,14 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 		guarded := make([]groupcommit.Op[*wtx], len(ops))
 		for i, op := range ops {
 			guarded[i] = func(w *wtx) error {
+				fed := len(w.fed)
 				err := op(w)
 				if err == nil {
 					err = w.flush()
 				}
 				if err != nil {
 					w.forgetHeads()
+					w.fed = w.fed[:fed]
 				}
 				return err
 			}
@@ -744,6 +754,7 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 		s.log.Error("commit write batch", "ops", len(ops), "err", err)
 		return groupcommit.Fail(len(ops), fmt.Errorf("commit: %w", err)), err
 	}
+	s.feed.Publish(w.fed)
 	if len(w.fresh) > 0 {
 		s.keepStmts(w)
 	}

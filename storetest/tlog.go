@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/ladderhq/ladder"
@@ -292,5 +293,42 @@ func (m LeafMigration) CheckLeavesKept(t *testing.T, s ladder.Store) {
 	}
 	if _, err := s.TlogLeafOf(ctx, wsB, more[1].Seq); !errors.Is(err, ladder.ErrNotFound) {
 		t.Errorf("leaf of a %s record not yet integrated: %v, want ErrNotFound", wsB, err)
+	}
+}
+
+// ReadBack returns workspace's leaves from position from on as an
+// integration that reads the records back takes them (TlogPending, each
+// record's LeafHash): what a store's ladder.TlogFeed must agree with.
+func ReadBack(t testing.TB, s ladder.TlogStore, workspace string, from int64) []ladder.FedLeaf {
+	t.Helper()
+	recs, err := s.TlogPending(context.Background(), workspace, from, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ladder.FedLeaf
+	for i, rec := range recs {
+		out = append(out, ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: from + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()})
+	}
+	return out
+}
+
+// CheckFed checks that s's feed holds, for each workspace and from
+// position 0 on, the leaves of the workspace's records on disk, position
+// by position, and no other, for a store that wrote all of them: nothing
+// of an op rolled back or a batch that failed, nothing missing, nothing
+// at a position another record took.
+func CheckFed(t testing.TB, s interface {
+	ladder.TlogStore
+	ladder.TlogFeed
+}) {
+	t.Helper()
+	wss, err := s.TlogWorkspaces(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range wss {
+		if diff := cmp.Diff(ReadBack(t, s, ws, 0), s.TlogFed(ws, 0, 1<<20)); diff != "" {
+			t.Errorf("workspace %s: fed leaves differ from the records read back (-read +fed):\n%s", ws, diff)
+		}
 	}
 }

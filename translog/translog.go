@@ -13,14 +13,16 @@
 //
 // The trees are integrated behind the audit append (as Trillian does): the
 // append path and its durability rules are unchanged, and Integrate adds a
-// workspace's newly committed records to its tree: it reads and hashes
-// them outside any write, then appends the hashes in one transaction that
-// holds the workspace's tree lock.
+// workspace's newly committed records to its tree: it takes their leaf
+// hashes outside any write, then appends the tree's hashes in one
+// transaction that holds the workspace's tree lock. A store that keeps the
+// leaves its own commits sealed (ladder.TlogFeed) hands those over; the
+// records it was not fed (another replica's, or this process's from before
+// a restart) are read back and hashed.
 package translog
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -43,21 +45,10 @@ const IntegrateBatch = ladder.TlogBatch
 // LeafData returns the bytes rec's leaf hashes: its canonical form.
 func LeafData(rec ladder.AuditRecord) []byte { return rec.Canonical() }
 
-// LeafHash returns rec's leaf hash, RFC 6962's SHA-256(0x00 ‖ data).
-func LeafHash(rec ladder.AuditRecord) tlog.Hash {
-	h, _ := appendLeafHash(nil, rec)
-	return h
-}
-
-// appendLeafHash is LeafHash taken over buf[:0], which it returns grown
-// for the next record: an integration hashes every record of a log
-// without making a record's worth of garbage for each. It is
-// tlog.RecordHash's definition, SHA-256(0x00 ‖ data), with the prefix
-// written into the same buffer as the data (TestLeafHash).
-func appendLeafHash(buf []byte, rec ladder.AuditRecord) (tlog.Hash, []byte) {
-	buf = rec.AppendCanonical(append(buf[:0], 0x00))
-	return tlog.Hash(sha256.Sum256(buf)), buf
-}
+// LeafHash returns rec's leaf hash, RFC 6962's SHA-256(0x00 ‖ data)
+// (ladder.AuditRecord.LeafHash, which TestLeafHash holds to tlog's
+// RecordHash).
+func LeafHash(rec ladder.AuditRecord) tlog.Hash { return tlog.Hash(rec.LeafHash()) }
 
 // Integrate adds up to IntegrateBatch of workspace's audit records that
 // are not yet leaves to its tree, in one transaction, and returns how many
@@ -66,9 +57,9 @@ func appendLeafHash(buf []byte, rec ladder.AuditRecord) (tlog.Hash, []byte) {
 // a record of another workspace is refused, so a store bug cannot mix two
 // logs.
 //
-// The records and the stored hashes the new ones rest on are read, and the
-// new hashes computed, before the transaction, from committed rows that
-// never change; the transaction checks that the tree's head is still the
+// The leaves (fed, or the records read back and hashed) and the stored
+// hashes the new ones rest on are taken, and the new hashes computed,
+// before the transaction, from committed rows that never change; the transaction checks that the tree's head is still the
 // one they grow and appends. When another integrator (a proof request, a
 // second replica) moved the head in between, the work is done again from
 // the new head, up to maxStale times in a row.
@@ -118,25 +109,27 @@ func (g growth) newSize() int64 { return g.size + int64(len(g.leaves)) }
 
 func (g growth) newLastSeq() int64 { return g.leaves[len(g.leaves)-1].Seq }
 
-// prepare reads workspace's head and up to IntegrateBatch records after
-// it, and computes the stored hashes they add.
+// prepare reads workspace's head, takes up to IntegrateBatch leaves after
+// it (pending), and computes the stored hashes they add. A leaf that is not
+// the next position, or whose record is not after the last leaf's, is
+// refused, so a store bug cannot make a tree skip, repeat or reorder one.
 func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth, error) {
 	n, lastSeq, err := st.TlogHead(ctx, workspace)
 	if err != nil {
 		return growth{}, err
 	}
 	g := growth{size: n, lastSeq: lastSeq}
-	recs, err := st.TlogPending(ctx, workspace, n, IntegrateBatch)
-	if err != nil || len(recs) == 0 {
+	leaves, err := pending(ctx, st, workspace, n)
+	if err != nil || len(leaves) == 0 {
 		return g, err
 	}
 	// Hashes this integration computed are read from memory; older ones
 	// from the store.
 	// A leaf adds two stored hashes on average (itself and, for each
 	// trailing one in its index, a parent).
-	fresh := make(map[int64]tlog.Hash, 2*len(recs))
-	g.hashes = make([]ladder.TlogHash, 0, 2*len(recs))
-	g.leaves = make([]ladder.TlogLeaf, 0, len(recs))
+	fresh := make(map[int64]tlog.Hash, 2*len(leaves))
+	g.hashes = make([]ladder.TlogHash, 0, 2*len(leaves))
+	g.leaves = make([]ladder.TlogLeaf, 0, len(leaves))
 	stored := Reader(ctx, st, workspace)
 	reader := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(indexes))
@@ -164,14 +157,11 @@ func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth
 		}
 		return out, nil
 	})
-	var buf []byte
-	for _, rec := range recs {
-		if rec.Workspace != workspace || rec.Seq <= lastSeq {
-			return growth{}, fmt.Errorf("integrate %s: store returned record %d of workspace %q after seq %d", workspace, rec.Seq, rec.Workspace, lastSeq)
+	for _, l := range leaves {
+		if l.Index != n || l.Seq <= lastSeq {
+			return growth{}, fmt.Errorf("integrate %s: leaf %d of record %d is no next leaf after leaf %d of record %d", workspace, l.Index, l.Seq, n-1, lastSeq)
 		}
-		var leaf tlog.Hash
-		leaf, buf = appendLeafHash(buf, rec)
-		hs, err := tlog.StoredHashesForRecordHash(n, leaf, reader)
+		hs, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(l.Hash), reader)
 		if err != nil {
 			return growth{}, fmt.Errorf("integrate %s: stored hashes of leaf %d: %w", workspace, n, err)
 		}
@@ -180,11 +170,34 @@ func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth
 			fresh[base+int64(i)] = h
 			g.hashes = append(g.hashes, ladder.TlogHash{Index: base + int64(i), Hash: h})
 		}
-		g.leaves = append(g.leaves, ladder.TlogLeaf{Index: n, Seq: rec.Seq})
+		g.leaves = append(g.leaves, l.TlogLeaf)
 		n++
-		lastSeq = rec.Seq
+		lastSeq = l.Seq
 	}
 	return g, nil
+}
+
+// pending returns up to IntegrateBatch of workspace's leaves from position
+// from on: those the store's own commits fed it (ladder.TlogFeed), else
+// the committed records read back and hashed.
+func pending(ctx context.Context, st ladder.TlogStore, workspace string, from int64) ([]ladder.FedLeaf, error) {
+	if f, ok := st.(ladder.TlogFeed); ok {
+		if fed := f.TlogFed(workspace, from, IntegrateBatch); len(fed) > 0 {
+			return fed, nil
+		}
+	}
+	recs, err := st.TlogPending(ctx, workspace, from, IntegrateBatch)
+	if err != nil {
+		return nil, err
+	}
+	leaves := make([]ladder.FedLeaf, len(recs))
+	for i, rec := range recs {
+		if rec.Workspace != workspace {
+			return nil, fmt.Errorf("integrate %s: store returned record %d of workspace %q", workspace, rec.Seq, rec.Workspace)
+		}
+		leaves[i] = ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: from + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()}
+	}
+	return leaves, nil
 }
 
 // IntegrateAll integrates workspace until every record committed when it

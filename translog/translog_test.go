@@ -10,10 +10,13 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// TestLeafHash: the leaf hash an integration computes in its reused buffer
-// is tlog.RecordHash of the record's canonical bytes, record after record,
-// whether the record is long or short, written by the fast path or by
-// encoding/json (a quote in the subject, data not yet canonical).
+// TestLeafHash: the leaf hash an integration computes from a record read
+// back (ladder.AuditRecord.LeafHash), and the one a store's append seals
+// with the chain hash in one buffer (SealLeaf), are tlog.RecordHash of the
+// record's canonical bytes, record after record, whether the record is
+// long or short, first of its chain or not, written by the fast path or by
+// encoding/json (a quote in the subject, data not yet canonical); and
+// SealLeaf's chain hash is Seal's.
 func TestLeafHash(t *testing.T) {
 	at := time.Date(2026, 12, 6, 10, 0, 0, 123456000, time.UTC)
 	recs := []ladder.AuditRecord{
@@ -23,16 +26,20 @@ func TestLeafHash(t *testing.T) {
 			Data: json.RawMessage(`{"b":1, "a":2}`)}},
 		{Seq: 3, AuditEntry: ladder.AuditEntry{Workspace: "w", Actor: "key_a", Kind: ladder.AuditPin, Subject: "q/s", At: at}},
 	}
-	var buf []byte
+	prev := ""
 	for _, rec := range recs {
 		want := tlog.RecordHash(rec.Canonical())
-		var got tlog.Hash
-		got, buf = appendLeafHash(buf, rec)
-		if got != want {
-			t.Errorf("record %d: leaf hash in a reused buffer %v, want %v", rec.Seq, got, want)
-		}
 		if lh := LeafHash(rec); lh != want {
 			t.Errorf("record %d: LeafHash %v, want %v", rec.Seq, lh, want)
 		}
+		sealed, leafSealed := rec, rec
+		sealed.Seal(prev)
+		if got := tlog.Hash(leafSealed.SealLeaf(prev)); got != want {
+			t.Errorf("record %d after %q: SealLeaf's leaf hash %v, want %v", rec.Seq, prev, got, want)
+		}
+		if leafSealed.PrevHash != sealed.PrevHash || leafSealed.Hash != sealed.Hash {
+			t.Errorf("record %d after %q: SealLeaf sealed (%s, %s), Seal (%s, %s)", rec.Seq, prev, leafSealed.PrevHash, leafSealed.Hash, sealed.PrevHash, sealed.Hash)
+		}
+		prev = sealed.Hash
 	}
 }
