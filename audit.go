@@ -289,8 +289,8 @@ func (r *AuditRecord) Seal(prevHash string) {
 }
 
 // SealLeaf is Seal that also returns r's LeafHash, for a store that hands
-// its appends' leaves to the integrator (TlogFeed): both hashes are taken
-// over one encoding of r.
+// its appends' leaves to the integrator (TlogStore.TlogFed): both hashes
+// are taken over one encoding of r.
 func (r *AuditRecord) SealLeaf(prevHash string) (leaf [32]byte) {
 	// The buffer is a spare byte, prevHash, then the canonical record. The
 	// chain hash is over all but the spare byte; then the byte just before

@@ -45,24 +45,8 @@ func CheckLeaves(size int64, leaves []TlogLeaf) error {
 	return nil
 }
 
-// TlogFeed is offered by a store that hands the integrator the leaves its
-// own commits appended, so an integration does not read back and hash
-// again records this process has just written (TlogPending). It is only a
-// shortcut: the integrator still reads the head, checks it in IntegrateTx
-// and falls back to TlogPending wherever the feed has no leaf, so records
-// another process appended, or this one appended before a restart, are
-// read from the store as before.
-type TlogFeed interface {
-	// TlogFed returns up to limit of the leaves this store's committed
-	// appends gave workspace's log from position from on, consecutive,
-	// stopping before the first it did not give (none when position from
-	// is not one of them). Leaves before from are integrated and are let
-	// go.
-	TlogFed(workspace string, from int64, limit int) []FedLeaf
-}
-
 // FedLeaf is a leaf a store's commit appended: its position and record,
-// and the record's LeafHash as sealed.
+// and the record's LeafHash as sealed (TlogStore.TlogFed).
 type FedLeaf struct {
 	TlogLeaf
 	Hash [32]byte
@@ -135,6 +119,17 @@ type TlogStore interface {
 	// committed. A record holds what its leaf covers (Canonical's
 	// fields); its chain hashes may be left empty.
 	TlogPending(ctx context.Context, workspace string, from int64, limit int) ([]AuditRecord, error)
+	// TlogFed returns up to limit of the leaves this store's own
+	// committed appends gave workspace's log from position from on,
+	// consecutive, stopping before the first it did not give (none when
+	// position from is not one of them); leaves before from are
+	// integrated, and let go. It spares an integration reading back and
+	// hashing again the records this process has just written: the
+	// integrator still reads the head, checks it in IntegrateTx, and
+	// reads from TlogPending every position the store was not fed
+	// (another process or replica appended it, or this one before a
+	// restart). A store that keeps no leaves returns none.
+	TlogFed(workspace string, from int64, limit int) []FedLeaf
 	// TlogHashes returns workspace's stored hashes at indexes; an index
 	// not stored is ErrNotFound.
 	TlogHashes(ctx context.Context, workspace string, indexes []int64) ([][32]byte, error)

@@ -280,7 +280,7 @@ func (s *Store) loadCheckpoint(ctx context.Context, query string, args ...any) (
 	return c, nil
 }
 
-// TlogFed implements ladder.TlogFeed: the leaves this store's committed
+// TlogFed implements ladder.TlogStore: the leaves this store's committed
 // batches appended (wtx.fed). Another replica's leaves are not in it, and
 // are read back (TlogPending).
 func (s *Store) TlogFed(workspace string, from int64, limit int) []ladder.FedLeaf {

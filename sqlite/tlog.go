@@ -288,7 +288,7 @@ func (s *Store) loadCheckpoint(ctx context.Context, query string, args ...any) (
 	return c, nil
 }
 
-// TlogFed implements ladder.TlogFeed: the leaves this store's committed
+// TlogFed implements ladder.TlogStore: the leaves this store's committed
 // batches appended (wtx.fed).
 func (s *Store) TlogFed(workspace string, from int64, limit int) []ladder.FedLeaf {
 	return s.feed.Take(workspace, from, limit)

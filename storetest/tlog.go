@@ -139,11 +139,12 @@ func testTlogIntegrate(t *testing.T, s ladder.Store) {
 	}
 }
 
-// testTlogIntegrateStale: an integration reads and hashes its records
-// before its transaction; when another integrator moves the head in
-// between (here, inside its read of the records), it does the work again
-// from the new head instead of appending leaves the tree already has, and
-// the tree holds each record once.
+// testTlogIntegrateStale: an integration takes its leaves (fed by the
+// store, or its records read back and hashed) before its transaction;
+// when another integrator moves the head in between (here, inside its
+// taking of the leaves), it does the work again from the new head instead
+// of appending leaves the tree already has, and the tree holds each record
+// once.
 func testTlogIntegrateStale(t *testing.T, s ladder.Store) {
 	ctx := context.Background()
 	add := func(n int) {
@@ -161,7 +162,7 @@ func testTlogIntegrateStale(t *testing.T, s ladder.Store) {
 	}}
 	added, size := must2(translog.Integrate(ctx, r, wsA))
 	if r.reads != 2 {
-		t.Fatalf("the integration read pending records %d times, want 2 (once stale, once from the new head)", r.reads)
+		t.Fatalf("the integration took pending leaves %d times, want 2 (once stale, once from the new head)", r.reads)
 	}
 	if added != 2 || size != 7 {
 		t.Errorf("integrate after the head moved: added %d to size %d, want 2 to 7", added, size)
@@ -183,20 +184,22 @@ func testTlogIntegrateStale(t *testing.T, s ladder.Store) {
 	}
 }
 
-// racingTlog is a store whose first read of pending records runs race
-// after reading them, as if another integrator ran in between.
+// racingTlog is a store whose integration's first taking of pending
+// leaves runs race after the store's feed answered, as if another
+// integrator ran in between. An integration takes its leaves once a try,
+// asking the feed first (translog's pending), so reads counts the tries.
 type racingTlog struct {
 	ladder.Store
 	race  func()
 	reads int
 }
 
-func (r *racingTlog) TlogPending(ctx context.Context, ws string, from int64, limit int) ([]ladder.AuditRecord, error) {
-	recs, err := r.Store.TlogPending(ctx, ws, from, limit)
+func (r *racingTlog) TlogFed(ws string, from int64, limit int) []ladder.FedLeaf {
+	fed := r.Store.TlogFed(ws, from, limit)
 	if r.reads++; r.reads == 1 {
 		r.race()
 	}
-	return recs, err
+	return fed
 }
 
 // testTlogCheckpoints: the first checkpoint kept at a size wins, the
@@ -298,7 +301,7 @@ func (m LeafMigration) CheckLeavesKept(t *testing.T, s ladder.Store) {
 
 // ReadBack returns workspace's leaves from position from on as an
 // integration that reads the records back takes them (TlogPending, each
-// record's LeafHash): what a store's ladder.TlogFeed must agree with.
+// record's LeafHash): what a store's TlogFed must agree with.
 func ReadBack(t testing.TB, s ladder.TlogStore, workspace string, from int64) []ladder.FedLeaf {
 	t.Helper()
 	recs, err := s.TlogPending(context.Background(), workspace, from, 1<<20)
@@ -317,10 +320,7 @@ func ReadBack(t testing.TB, s ladder.TlogStore, workspace string, from int64) []
 // by position, and no other, for a store that wrote all of them: nothing
 // of an op rolled back or a batch that failed, nothing missing, nothing
 // at a position another record took.
-func CheckFed(t testing.TB, s interface {
-	ladder.TlogStore
-	ladder.TlogFeed
-}) {
+func CheckFed(t testing.TB, s ladder.TlogStore) {
 	t.Helper()
 	wss, err := s.TlogWorkspaces(context.Background(), false)
 	if err != nil {

@@ -16,7 +16,7 @@
 // workspace's newly committed records to its tree: it takes their leaf
 // hashes outside any write, then appends the tree's hashes in one
 // transaction that holds the workspace's tree lock. A store that keeps the
-// leaves its own commits sealed (ladder.TlogFeed) hands those over; the
+// leaves its own commits sealed (ladder.TlogStore.TlogFed) hands those over; the
 // records it was not fed (another replica's, or this process's from before
 // a restart) are read back and hashed.
 package translog
@@ -178,24 +178,27 @@ func prepare(ctx context.Context, st ladder.TlogStore, workspace string) (growth
 }
 
 // pending returns up to IntegrateBatch of workspace's leaves from position
-// from on: those the store's own commits fed it (ladder.TlogFeed), else
-// the committed records read back and hashed.
+// from on: first those the store's own commits fed it (TlogFed), then the
+// committed records after them read back and hashed. A fed run shorter
+// than the batch may end where another process appended, so the read
+// still follows it: what pending returns stops short of the batch only
+// where the committed records do, which is how IntegrateAll knows a log
+// is up to date.
 func pending(ctx context.Context, st ladder.TlogStore, workspace string, from int64) ([]ladder.FedLeaf, error) {
-	if f, ok := st.(ladder.TlogFeed); ok {
-		if fed := f.TlogFed(workspace, from, IntegrateBatch); len(fed) > 0 {
-			return fed, nil
-		}
+	leaves := st.TlogFed(workspace, from, IntegrateBatch)
+	if len(leaves) == IntegrateBatch {
+		return leaves, nil
 	}
-	recs, err := st.TlogPending(ctx, workspace, from, IntegrateBatch)
+	next := from + int64(len(leaves))
+	recs, err := st.TlogPending(ctx, workspace, next, IntegrateBatch-len(leaves))
 	if err != nil {
 		return nil, err
 	}
-	leaves := make([]ladder.FedLeaf, len(recs))
 	for i, rec := range recs {
 		if rec.Workspace != workspace {
 			return nil, fmt.Errorf("integrate %s: store returned record %d of workspace %q", workspace, rec.Seq, rec.Workspace)
 		}
-		leaves[i] = ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: from + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()}
+		leaves = append(leaves, ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: next + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()})
 	}
 	return leaves, nil
 }

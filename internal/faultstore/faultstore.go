@@ -598,6 +598,12 @@ func (s *Store) TlogPending(ctx context.Context, ws string, from int64, limit in
 	return s.next.TlogPending(ctx, ws, from, limit)
 }
 
+// TlogFed implements ladder.Store: the wrapped store's leaves, which are
+// in memory, so no fault applies to them.
+func (s *Store) TlogFed(ws string, from int64, limit int) []ladder.FedLeaf {
+	return s.next.TlogFed(ws, from, limit)
+}
+
 // TlogHashes implements ladder.Store.
 func (s *Store) TlogHashes(ctx context.Context, ws string, indexes []int64) ([][32]byte, error) {
 	if err := s.read(ctx); err != nil {

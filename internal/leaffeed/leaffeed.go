@@ -1,6 +1,6 @@
-// Package leaffeed keeps, for a store's ladder.TlogFeed, the leaves the
-// store's committed write batches appended to the workspaces' logs, until
-// an integration passes them.
+// Package leaffeed keeps, for a store's TlogFed (ladder.TlogStore), the
+// leaves the store's committed write batches appended to the workspaces'
+// logs, until an integration passes them.
 //
 // A store publishes a batch's leaves only after its COMMIT returned, and
 // never those of an op rolled back to its savepoint, so every leaf here is
@@ -53,7 +53,7 @@ func (f *Feed) Publish(leaves []Leaf) {
 	f.total += len(leaves)
 }
 
-// Take is ladder.TlogFeed's TlogFed: up to limit of workspace's leaves
+// Take is ladder.TlogStore's TlogFed: up to limit of workspace's leaves
 // from position from on, consecutive, none when from is not one of them.
 // The leaves before from are integrated, and let go.
 func (f *Feed) Take(workspace string, from int64, limit int) []ladder.FedLeaf {
