@@ -41,6 +41,7 @@ func openWith(t *testing.T, ddl string) (*Store, string) {
 	if _, err := adminConn(t, schema).Exec(t.Context(), ddl); err != nil {
 		t.Fatal(err)
 	}
+	storetest.AskFed(s, "ws-a")
 	return s, schema
 }
 
@@ -55,8 +56,9 @@ func countRows(t *testing.T, schema, table string) int {
 
 // wantStored checks that the schema holds routes routes, the store's
 // audit chain verifies with records records, and the store's feed holds
-// the leaves of those records (storetest.CheckFed): a batch whose insert
-// or COMMIT failed fed nothing, and a batch run again fed its leaves once.
+// the leaves of those records (storetest.CheckFed; the test asked for
+// ws-a's, storetest.AskFed): a batch whose insert or COMMIT failed fed
+// nothing, and a batch run again fed its leaves once.
 func wantStored(t *testing.T, s *Store, schema string, routes int, records int64) {
 	t.Helper()
 	if n := countRows(t, schema, "routes"); n != routes {
@@ -162,6 +164,7 @@ func TestCommitFailsNotRetried(t *testing.T) {
 func TestFirstStatementFails(t *testing.T) {
 	schema := newSchema(t)
 	s := openTest(t, schema)
+	storetest.AskFed(s, "ws-a")
 	err := s.write(t.Context(), func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO no_such_table VALUES (1)`)
 		return err

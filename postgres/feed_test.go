@@ -20,6 +20,9 @@ import (
 func TestFeedsMatchRecords(t *testing.T) {
 	schema := newSchema(t)
 	replicas := []*Store{openTest(t, schema), openTest(t, schema)}
+	for _, s := range replicas {
+		storetest.AskFed(s, "ws-a", "ws-b")
+	}
 	boom := errors.New("boom")
 	var wg sync.WaitGroup
 	for r, s := range replicas {

@@ -29,8 +29,8 @@ func (c *readBackCounter) TlogPending(ctx context.Context, ws string, from int64
 // TestIntegrateLogsTakesFedLeaves: the leaves a store fed reach the
 // integrator through the service's own wrapping of the store, so the
 // server's integration loop (IntegrateLogs) makes leaves of every record
-// this process wrote, in two workspaces and over more than one
-// integration, without reading one back. Records another process wrote
+// this process wrote after its first integration, in two workspaces and
+// over more than one integration, without reading one back. Records another process wrote
 // to the file are read back, after the fed ones before them, and the
 // records after them are taken from the feed again. Each time, every
 // record is a leaf, and every leaf the one its record gives (AuditVerify
@@ -82,6 +82,11 @@ func TestIntegrateLogsTakesFedLeaves(t *testing.T) {
 			}
 		}
 	}
+	// The first integration of a workspace reads back what came before it
+	// asked: the feed keeps a workspace's leaves only from then on.
+	write(st, "ws-a", 1)
+	write(st, "ws-b", 1)
+	integrate(func(n int64) bool { return n == 2 }, "records written before the first integration")
 	write(st, "ws-a", 300) // more than one integration's batch (256)
 	write(st, "ws-b", 7)
 	integrate(func(n int64) bool { return n == 0 }, "records this process wrote")

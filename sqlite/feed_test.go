@@ -28,6 +28,8 @@ func TestFeedAcrossProcesses(t *testing.T) {
 	defer a.Close()
 	b := openPath(t, path)
 	defer b.Close()
+	storetest.AskFed(a, "ws-a")
+	storetest.AskFed(b, "ws-a")
 	n := 0
 	add := func(s *Store, k int) {
 		t.Helper()

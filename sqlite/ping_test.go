@@ -35,6 +35,7 @@ func TestPingSeesAFullDisk(t *testing.T) {
 	ctx := t.Context()
 	s := openPath(t, filepath.Join(dir, "ladder.db"))
 	defer s.Close()
+	storetest.AskFed(s, "ws-a")
 	appendN(t, s, 5)
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping before the disk fills: %v", err)

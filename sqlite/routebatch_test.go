@@ -42,6 +42,7 @@ func runMixed(t *testing.T, cases []batchCase, oneBatch bool) (batchResult, int)
 	ctx := context.Background()
 	s := openTest(t)
 	defer s.Close()
+	storetest.AskFed(s, "ws-a", "ws-b", "ws-c")
 	appendN(t, s, 2) // chain heads that exist before the batch
 	for _, ws := range []string{"ws-a", "ws-b"} {
 		if err := s.EnsureSteps(ctx, []ladder.StepState{{Workspace: ws, Queue: "q", Step: "s", Lane: ladder.LaneShadow, AuditRate: 0.05}}); err != nil {

@@ -332,3 +332,12 @@ func CheckFed(t testing.TB, s ladder.TlogStore) {
 		}
 	}
 }
+
+// AskFed asks s for each workspace's fed leaves, as an integration does
+// when it starts on a workspace: a store's feed keeps a workspace's leaves
+// only from then on.
+func AskFed(s ladder.TlogStore, workspaces ...string) {
+	for _, ws := range workspaces {
+		s.TlogFed(ws, 0, 0)
+	}
+}

@@ -15,10 +15,16 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// Feed holds the leaves of each workspace in position order. The zero
-// Feed is ready to use.
+// Feed holds the leaves of each workspace in position order, once an
+// integration has asked for the workspace's leaves: until then it keeps
+// none, so a process that writes without integrating (a command, the
+// demo's seeding before its server starts) holds no leaves for nothing,
+// and the first integration reads back what came before. The zero Feed is
+// ready to use.
 type Feed struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// ws holds the leaves of each workspace asked for (Take), an empty
+	// queue included.
 	ws    map[string][]ladder.FedLeaf
 	total int // leaves held, across workspaces
 }
@@ -37,25 +43,31 @@ type Leaf struct {
 	ladder.FedLeaf
 }
 
-// Publish adds a committed batch's leaves.
+// Publish adds a committed batch's leaves, of the workspaces asked for.
 func (f *Feed) Publish(leaves []Leaf) {
 	if len(leaves) == 0 {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ws == nil || f.total+len(leaves) > MaxLeaves {
-		f.ws, f.total = map[string][]ladder.FedLeaf{}, 0
+	if f.total+len(leaves) > MaxLeaves {
+		for ws := range f.ws {
+			f.ws[ws] = nil
+		}
+		f.total = 0
 	}
 	for _, l := range leaves {
-		f.ws[l.WS] = append(f.ws[l.WS], l.FedLeaf)
+		if q, asked := f.ws[l.WS]; asked {
+			f.ws[l.WS] = append(q, l.FedLeaf)
+			f.total++
+		}
 	}
-	f.total += len(leaves)
 }
 
 // Take is ladder.TlogStore's TlogFed: up to limit of workspace's leaves
 // from position from on, consecutive, none when from is not one of them.
-// The leaves before from are integrated, and let go.
+// The leaves before from are integrated, and let go; from now on the
+// workspace's leaves are kept.
 func (f *Feed) Take(workspace string, from int64, limit int) []ladder.FedLeaf {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,8 +78,10 @@ func (f *Feed) Take(workspace string, from int64, limit int) []ladder.FedLeaf {
 	}
 	f.total -= i
 	if q = q[i:]; len(q) == 0 {
-		delete(f.ws, workspace)
-		return nil
+		q = nil // lets the array go
+	}
+	if f.ws == nil {
+		f.ws = map[string][]ladder.FedLeaf{}
 	}
 	f.ws[workspace] = q
 	n := 0

@@ -20,6 +20,8 @@ func leaves(ws string, from, n int) []Leaf {
 // ones before it are let go; workspaces do not mix.
 func TestTake(t *testing.T) {
 	var f Feed
+	f.Take("a", 0, 0)
+	f.Take("b", 0, 0)
 	f.Publish(leaves("a", 0, 3))
 	f.Publish(leaves("b", 0, 2))
 	f.Publish(leaves("a", 5, 4)) // positions 3 and 4 were another process's
@@ -51,6 +53,8 @@ func TestTake(t *testing.T) {
 // the newer ones are read back, and what integrations take makes room.
 func TestPastTheBound(t *testing.T) {
 	var f Feed
+	f.Take("a", 0, 0)
+	f.Take("b", 0, 0)
 	f.Publish(leaves("a", 0, MaxLeaves/2))
 	f.Publish(leaves("b", 0, MaxLeaves/2))
 	f.Publish(leaves("a", MaxLeaves/2, 3))
@@ -76,11 +80,35 @@ func TestPastTheBound(t *testing.T) {
 // after do not change it.
 func TestTakeCopies(t *testing.T) {
 	var f Feed
+	f.Take("w", 0, 0)
 	f.Publish(leaves("w", 0, 2))
 	got := f.Take("w", 0, 10)
 	f.Publish(leaves("w", 2, 1))
 	got[0].Seq = 99
 	if again := f.Take("w", 0, 10); len(again) != 3 || again[0].Seq != 1 {
 		t.Errorf("after the caller changed its copy: %v", again)
+	}
+}
+
+// TestKeptOnceAsked: a workspace's leaves are kept only once an
+// integration has asked for them, so a process that writes and never
+// integrates holds none; leaves published before the first ask are read
+// back.
+func TestKeptOnceAsked(t *testing.T) {
+	var f Feed
+	f.Publish(leaves("w", 0, 3))
+	if f.Held("w") != 0 {
+		t.Fatalf("%d leaves held before any integration asked", f.Held("w"))
+	}
+	if got := f.Take("w", 0, 10); len(got) != 0 {
+		t.Errorf("first ask: %v, want none (read back)", got)
+	}
+	f.Publish(leaves("w", 3, 2))
+	f.Publish(leaves("other", 0, 2))
+	if got := f.Take("w", 3, 10); len(got) != 2 || got[0].Index != 3 {
+		t.Errorf("after the first ask: %v, want positions 3 and 4", got)
+	}
+	if f.Held("other") != 0 {
+		t.Errorf("a workspace never asked for holds %d leaves", f.Held("other"))
 	}
 }
