@@ -89,8 +89,12 @@ func (w *wtx) flush() error {
 				h := heads[e.Workspace]
 				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e.AuditEntry}
 				i++
-				leaf := rec.SealLeaf(h.hash)
-				w.fed = append(w.fed, leaffeed.Leaf{WS: rec.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
+				if w.s.feed.Asked() {
+					leaf := rec.SealLeaf(h.hash)
+					w.fed = append(w.fed, leaffeed.Leaf{WS: rec.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
+				} else {
+					rec.Seal(h.hash)
+				}
 				idxs = append(idxs, h.size)
 				h.size, h.hash = h.size+1, rec.Hash
 				recs = append(recs, rec)

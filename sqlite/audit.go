@@ -112,7 +112,13 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 			}
 		}
 		rec := ladder.AuditRecord{Seq: w.head.seq + 1, AuditEntry: e.AuditEntry}
-		leaf := rec.SealLeaf(h.hash)
+		fed := w.s.feed.Asked()
+		var leaf [32]byte
+		if fed {
+			leaf = rec.SealLeaf(h.hash)
+		} else {
+			rec.Seal(h.hash)
+		}
 		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
 			rec.PrevHash, rec.Hash, e.queue, e.step, h.size); err != nil {
@@ -128,7 +134,9 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 			w.moved = append(w.moved, e.Workspace)
 		}
 		w.heads[e.Workspace] = wsHead{size: h.size + 1, hash: rec.Hash}
-		w.fed = append(w.fed, leaffeed.Leaf{WS: e.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
+		if fed {
+			w.fed = append(w.fed, leaffeed.Leaf{WS: e.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
+		}
 		recs = append(recs, rec)
 	}
 	return recs, nil

@@ -11,6 +11,7 @@ package leaffeed
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/ladderhq/ladder"
 )
@@ -27,7 +28,15 @@ type Feed struct {
 	// queue included.
 	ws    map[string][]ladder.FedLeaf
 	total int // leaves held, across workspaces
+	// asked is set by the first Take: until then no leaf is kept, and a
+	// store need not compute any (Asked).
+	asked atomic.Bool
 }
+
+// Asked reports whether an integration has asked for any workspace's
+// leaves: a store that seals records before that need not take their leaf
+// hashes for the feed, which would keep none of them.
+func (f *Feed) Asked() bool { return f.asked.Load() }
 
 // MaxLeaves bounds the leaves the feed holds across workspaces (a leaf is
 // 48 bytes), for an integrator that does not run (a legacy chain it
@@ -69,6 +78,7 @@ func (f *Feed) Publish(leaves []Leaf) {
 // The leaves before from are integrated, and let go; from now on the
 // workspace's leaves are kept.
 func (f *Feed) Take(workspace string, from int64, limit int) []ladder.FedLeaf {
+	f.asked.Store(true)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := f.ws[workspace]

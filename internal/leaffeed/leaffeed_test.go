@@ -97,11 +97,11 @@ func TestTakeCopies(t *testing.T) {
 func TestKeptOnceAsked(t *testing.T) {
 	var f Feed
 	f.Publish(leaves("w", 0, 3))
-	if f.Held("w") != 0 {
-		t.Fatalf("%d leaves held before any integration asked", f.Held("w"))
+	if f.Held("w") != 0 || f.Asked() {
+		t.Fatalf("%d leaves held (asked %v) before any integration asked", f.Held("w"), f.Asked())
 	}
-	if got := f.Take("w", 0, 10); len(got) != 0 {
-		t.Errorf("first ask: %v, want none (read back)", got)
+	if got := f.Take("w", 0, 10); len(got) != 0 || !f.Asked() {
+		t.Errorf("first ask: %v (asked %v), want none (read back)", got, f.Asked())
 	}
 	f.Publish(leaves("w", 3, 2))
 	f.Publish(leaves("other", 0, 2))
