@@ -274,6 +274,7 @@ func putHashInput(bp *[]byte, b []byte) {
 // record's buffer is left to the collector rather than held by the pool.
 const maxPooledHashInput = 64 << 10
 
+// hexHash is sum in lower-case hex, as records store their hashes.
 func hexHash(sum [sha256.Size]byte) string {
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], sum[:])

@@ -16,8 +16,9 @@ import (
 	"github.com/ladderhq/ladder"
 )
 
-// Feed holds the leaves of each workspace in position order, once an
-// integration has asked for the workspace's leaves: until then it keeps
+// Feed holds the leaves of each workspace in the order their batches
+// committed (position order, a store's batches running one at a time),
+// once an integration has asked for the workspace's leaves: until then it keeps
 // none, so a process that writes without integrating (a command, the
 // demo's seeding before its server starts) holds no leaves for nothing,
 // and the first integration reads back what came before. The zero Feed is
@@ -76,7 +77,9 @@ func (f *Feed) Publish(leaves []Leaf) {
 // Take is ladder.TlogStore's TlogFed: up to limit of workspace's leaves
 // from position from on, consecutive, none when from is not one of them.
 // The leaves before from are integrated, and let go; from now on the
-// workspace's leaves are kept.
+// workspace's leaves are kept. Only a run that starts at from and goes
+// up one position at a time is returned, so leaves published out of order
+// would cost reads back, never a wrong leaf.
 func (f *Feed) Take(workspace string, from int64, limit int) []ladder.FedLeaf {
 	f.asked.Store(true)
 	f.mu.Lock()

@@ -112,3 +112,22 @@ func TestKeptOnceAsked(t *testing.T) {
 		t.Errorf("a workspace never asked for holds %d leaves", f.Held("other"))
 	}
 }
+
+// TestOutOfOrder: leaves published out of position order are never
+// returned out of place: a position asked for that is not first in line
+// is read back, and the leaves behind are let go once passed.
+func TestOutOfOrder(t *testing.T) {
+	var f Feed
+	f.Take("w", 0, 0)
+	f.Publish(leaves("w", 3, 3))
+	f.Publish(leaves("w", 0, 3))
+	if got := f.Take("w", 0, 10); len(got) != 0 {
+		t.Errorf("from 0 behind positions 3 to 5: %v, want none (read back)", got)
+	}
+	if got := f.Take("w", 3, 10); len(got) != 3 || got[2].Index != 5 {
+		t.Errorf("from 3: %v, want positions 3 to 5", got)
+	}
+	if got := f.Take("w", 6, 10); len(got) != 0 || f.Held("w") != 0 {
+		t.Errorf("from 6: %v with %d held, want none and everything passed let go", got, f.Held("w"))
+	}
+}
