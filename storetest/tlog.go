@@ -299,20 +299,15 @@ func (m LeafMigration) CheckLeavesKept(t *testing.T, s ladder.Store) {
 	}
 }
 
-// ReadBack returns workspace's leaves from position from on as an
-// integration that reads the records back takes them (TlogPending, each
-// record's LeafHash): what a store's TlogFed must agree with.
+// ReadBack is translog.ReadBack of every leaf from position from on,
+// failing t on an error.
 func ReadBack(t testing.TB, s ladder.TlogStore, workspace string, from int64) []ladder.FedLeaf {
 	t.Helper()
-	recs, err := s.TlogPending(context.Background(), workspace, from, 1<<20)
+	leaves, err := translog.ReadBack(context.Background(), s, workspace, from, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []ladder.FedLeaf
-	for i, rec := range recs {
-		out = append(out, ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: from + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()})
-	}
-	return out
+	return leaves
 }
 
 // CheckFed checks that s's feed holds, for each workspace and from

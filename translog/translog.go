@@ -16,9 +16,9 @@
 // workspace's newly committed records to its tree: it takes their leaf
 // hashes outside any write, then appends the tree's hashes in one
 // transaction that holds the workspace's tree lock. A store that keeps the
-// leaves its own commits sealed (ladder.TlogStore.TlogFed) hands those over; the
-// records it was not fed (another replica's, or this process's from before
-// a restart) are read back and hashed.
+// leaves its own commits sealed (ladder.TlogStore.TlogFed) hands those
+// over; the records it was not fed (another replica's, or this process's
+// from before a restart) are read back and hashed (ReadBack).
 package translog
 
 import (
@@ -59,8 +59,9 @@ func LeafHash(rec ladder.AuditRecord) tlog.Hash { return tlog.Hash(rec.LeafHash(
 //
 // The leaves (fed, or the records read back and hashed) and the stored
 // hashes the new ones rest on are taken, and the new hashes computed,
-// before the transaction, from committed rows that never change; the transaction checks that the tree's head is still the
-// one they grow and appends. When another integrator (a proof request, a
+// before the transaction, from committed rows that never change; the
+// transaction checks that the tree's head is still the one they grow and
+// appends. When another integrator (a proof request, a
 // second replica) moved the head in between, the work is done again from
 // the new head, up to maxStale times in a row.
 func Integrate(ctx context.Context, st ladder.TlogStore, workspace string) (added int, size int64, err error) {
@@ -189,16 +190,26 @@ func pending(ctx context.Context, st ladder.TlogStore, workspace string, from in
 	if len(leaves) == IntegrateBatch {
 		return leaves, nil
 	}
-	next := from + int64(len(leaves))
-	recs, err := st.TlogPending(ctx, workspace, next, IntegrateBatch-len(leaves))
+	read, err := ReadBack(ctx, st, workspace, from+int64(len(leaves)), IntegrateBatch-len(leaves))
+	return append(leaves, read...), err
+}
+
+// ReadBack returns up to limit of workspace's leaves from position from on
+// as the committed records give them (TlogPending, each record's
+// LeafHash): what an integration takes where the store fed it nothing, and
+// what a store's fed leaves must agree with. A record of another
+// workspace is refused, so a store bug cannot mix two logs.
+func ReadBack(ctx context.Context, st ladder.TlogStore, workspace string, from int64, limit int) ([]ladder.FedLeaf, error) {
+	recs, err := st.TlogPending(ctx, workspace, from, limit)
 	if err != nil {
 		return nil, err
 	}
+	leaves := make([]ladder.FedLeaf, len(recs))
 	for i, rec := range recs {
 		if rec.Workspace != workspace {
 			return nil, fmt.Errorf("integrate %s: store returned record %d of workspace %q", workspace, rec.Seq, rec.Workspace)
 		}
-		leaves = append(leaves, ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: next + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()})
+		leaves[i] = ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: from + int64(i), Seq: rec.Seq}, Hash: rec.LeafHash()}
 	}
 	return leaves, nil
 }
