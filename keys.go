@@ -43,7 +43,7 @@ func ParseKeyToken(token string) (id string, secretHash []byte, err error) {
 	if !ok || id == "" || len(secret) < 16 || len(id) > 64 || len(secret) > 128 {
 		return "", nil, ErrMalformedKey
 	}
-	sum := sha256.Sum256([]byte(secret))
+	sum := sum256([]byte(secret))
 	return id, sum[:], nil
 }
 

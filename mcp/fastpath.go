@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,23 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	h.answerCall(ctx, w, r, run, p, id, args)
 }
 
+// answers holds the buffers answerCall frames answers in: each is written
+// once to the ResponseWriter, which keeps no reference to it (io.Writer's
+// contract), so the next call can reuse it.
+var answers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxPooledAnswer is the largest buffer answers keeps: a rare large answer's
+// buffer is left to the collector rather than held by the pool.
+const maxPooledAnswer = 64 << 10
+
+// putAnswer returns b, grown from *bp, to answers.
+func putAnswer(bp *[]byte, b []byte) {
+	if cap(b) <= maxPooledAnswer {
+		*bp = b[:0]
+		answers.Put(bp)
+	}
+}
+
 // answerCall runs a tools/call and writes its answer in the SDK's framing.
 func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
 	stateless := mcpwire.HeaderValue(r.Header, mcpwire.HeaderProtocolVersion) == mcpwire.StatelessProtocol
@@ -61,7 +79,9 @@ func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http
 			res.Meta[sdk.MetaKeyServerInfo] = h.impl
 		}
 	}
-	body, merr := mcpwire.ToolResponse(id, res, err, stateless)
+	bp := answers.Get().(*[]byte)
+	body, merr := mcpwire.AppendToolResponse((*bp)[:0], id, res, err, stateless)
+	defer putAnswer(bp, body)
 	if merr != nil {
 		h.log.ErrorContext(ctx, "encoding a tools/call answer", "err", merr)
 		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "The server could not frame its answer to this call.", Hint: "retry; if it persists, report it with the time of the call"})

@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -479,5 +481,44 @@ func TestFrontDoorRefusalsOnBothPaths(t *testing.T) {
 			!bytes.Contains(got.Body.Bytes(), []byte(`"isError":true`)) || !bytes.Contains(got.Body.Bytes(), []byte(`item: the string holds an unpaired UTF-16 surrogate escape (\\ud800)`)) {
 			t.Errorf("surrogate in the arguments (headers %v):\nfast %d %s\nSDK  %d %s", headers, got.Code, got.Body, sdkOnly.Code, sdkOnly.Body)
 		}
+	}
+}
+
+// TestFastPathAnswersStayApart sends route_item from many goroutines at once:
+// the fast path frames each answer in a pooled buffer, and every answer must
+// still carry its own request's id and item (a buffer reused before its
+// answer was written would mix them).
+func TestFastPathAnswersStayApart(t *testing.T) {
+	e, fast, _ := handlers(t)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for n := range 20 {
+				id := g*1000 + n
+				item := fmt.Sprintf("APART-%d-%d", g, n)
+				body := rpc(id, "tools/call", map[string]any{"name": "route_item", "arguments": map[string]any{"step": "post_tms", "item": item}})
+				w := post(fast, e.Keys["vantrow-bills/agent"], body, nil)
+				var ans struct {
+					ID     int `json:"id"`
+					Result struct {
+						StructuredContent struct {
+							Item string `json:"item"`
+						} `json:"structuredContent"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &ans); err != nil || w.Code != http.StatusOK {
+					t.Errorf("call %d: HTTP %d %s (%v)", id, w.Code, w.Body.Bytes(), err)
+					return
+				}
+				if ans.ID != id || ans.Result.StructuredContent.Item != item {
+					t.Errorf("call %d for %s was answered with id %d, item %q", id, item, ans.ID, ans.Result.StructuredContent.Item)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if mcp.FastCalls(fast) == 0 {
+		t.Fatal("no call took the fast path")
 	}
 }

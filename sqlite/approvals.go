@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -338,6 +339,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		created bool
 	)
 	err = s.write(ctx, func(w *wtx) error { return w.beginCall(rc, &got, &created) })
+	rc.release()
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)
 	}
@@ -348,14 +350,21 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 // readyCall is a call to store with its document marshalled and its audit
 // entry made ready, in the caller's goroutine: the one writer only runs
 // statements (as readyAudit is for a route).
+//
+// The document is built in a pooled buffer, which release returns once
+// the write is over: the driver copies a bound blob into SQLite's memory
+// when the statement runs, and Store.write returns only after its op has
+// run (or was never queued), so nothing reads the buffer after that.
 type readyCall struct {
 	c     ladder.Call
 	doc   []byte
+	buf   *[]byte
 	audit []readyEntry
 }
 
 func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, error) {
-	doc, err := c.AppendJSON(nil)
+	bp := callDocs.Get().(*[]byte)
+	doc, err := c.AppendJSON((*bp)[:0])
 	if err != nil {
 		return readyCall{}, err
 	}
@@ -363,8 +372,26 @@ func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, er
 	if err != nil {
 		return readyCall{}, err
 	}
-	return readyCall{c: c, doc: doc, audit: ready}, nil
+	return readyCall{c: c, doc: doc, buf: bp, audit: ready}, nil
 }
+
+// release returns rc's document buffer to callDocs, after the write that
+// stored it; rc.doc is not to be read again.
+func (rc *readyCall) release() {
+	if rc.buf != nil && cap(rc.doc) <= maxPooledDoc {
+		*rc.buf = rc.doc[:0]
+		callDocs.Put(rc.buf)
+	}
+	rc.buf, rc.doc = nil, nil
+}
+
+// callDocs holds the buffers calls' documents are built in (a few KiB
+// each, two a proxied call).
+var callDocs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
+
+// maxPooledDoc is the largest buffer callDocs keeps: a rare large call's
+// document is left to the collector rather than held by the pool.
+const maxPooledDoc = 64 << 10
 
 // beginCall is BeginCall's op (and RouteAndBeginCall's second part).
 func (w *wtx) beginCall(rc readyCall, got *ladder.Call, created *bool) error {

@@ -38,6 +38,7 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 		_, err = w.appendReady(rc.audit)
 		return err
 	})
+	rc.release()
 	if err == nil && from == ladder.CallRunning && c.Status != ladder.CallRunning {
 		s.settled()
 	}

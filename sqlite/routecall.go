@@ -35,6 +35,7 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 		}
 		return w.beginCall(rc, &out.Call, &out.CallCreated)
 	})
+	rc.release()
 	if err != nil {
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
 	}

@@ -417,19 +417,7 @@ func (p *Pool) dropSession(x ladder.Executor, s *mcpSession) {
 // scope as arguments: as a plain JSON-RPC POST on the session where its
 // protocol allows (callTool), through go-sdk's client otherwise.
 func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Result, error) {
-	args := map[string]any{}
-	if len(req.Payload) > 0 {
-		// Numbers stay as sent: a float64 would round an id of 17 digits.
-		dec := json.NewDecoder(bytes.NewReader(req.Payload))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil || args == nil {
-			return Result{}, upstreamFailed(0, "The payload is not a JSON object.", err)
-		}
-	}
-	for k, v := range req.Scope {
-		args[k] = v
-	}
-	raw, err := json.Marshal(args)
+	raw, err := toolArguments(req)
 	if err != nil {
 		return Result{}, err
 	}
@@ -451,7 +439,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 		if s.direct {
 			ans, err = s.callTool(ctx, x.Tool, raw, meta)
 		} else {
-			ans, err = sdkCallTool(ctx, s.cs, x.Tool, args, meta)
+			ans, err = sdkCallTool(ctx, s.cs, x.Tool, raw, meta)
 		}
 		if attempt > 1 || !errors.Is(err, errSessionGone) {
 			break
@@ -497,9 +485,31 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 	return Result{Body: body}, nil
 }
 
+// toolArguments is a call's arguments to an upstream tool: its payload's
+// members with its scope fields set over them, as one JSON object with its
+// keys sorted. Only the payload's top level is taken apart; each member's
+// value goes as it was (json.Marshal compacts it), so numbers keep every
+// digit (a float64 would round an id of 17) and nothing below is decoded.
+func toolArguments(req Request) (json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if len(req.Payload) > 0 {
+		if err := json.Unmarshal(req.Payload, &args); err != nil || args == nil {
+			return nil, upstreamFailed(0, "The payload is not a JSON object.", err)
+		}
+	}
+	for k, v := range req.Scope {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = b
+	}
+	return json.Marshal(args)
+}
+
 // sdkCallTool calls a tool through go-sdk's client and reads its answer as
 // callTool does.
-func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args map[string]any, meta map[string]string) (*mcpwire.ToolResult, error) {
+func sdkCallTool(ctx context.Context, cs *sdk.ClientSession, tool string, args json.RawMessage, meta map[string]string) (*mcpwire.ToolResult, error) {
 	params := &sdk.CallToolParams{Name: tool, Arguments: args}
 	if len(meta) > 0 {
 		params.Meta = sdk.Meta{}

@@ -353,6 +353,48 @@ func TestForgottenSessionIsReopened(t *testing.T) {
 	}
 }
 
+// The upstream tool's arguments are the payload's members with the scope
+// set over them: a payload member named like a scope field (a value the
+// agent chooses) never replaces the scope ladder checked, and the members'
+// values go as they were sent. A payload that is not an object runs
+// nothing.
+func TestToolArgumentsScopeOverPayload(t *testing.T) {
+	u := newUpstream(t, upstreamOptions{})
+	p := upstream.NewPool(nil, nil)
+	defer p.Close()
+	if _, err := execute(p, u.URL, "text", `{"program":"p-chosen","bill_id":"B-9","nested":{"b":[1,2.50,{"z":null}],"a":"x<y"}}`); err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	u.mu.Lock()
+	bodies := slices.Clone(u.bodies)
+	u.mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("the upstream received %d calls, want 1", len(bodies))
+	}
+	var req struct {
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(bodies[0]), &req); err != nil {
+		t.Fatalf("the upstream's request %q: %v", bodies[0], err)
+	}
+	const want = `{"bill_id":"B-9","nested":{"b":[1,2.50,{"z":null}],"a":"x\u003cy"},"program":"p-1"}`
+	if string(req.Params.Arguments) != want {
+		t.Fatalf("arguments %s, want %s", req.Params.Arguments, want)
+	}
+	for _, bad := range []string{`null`, `[1]`, `"x"`} {
+		if _, err := execute(p, u.URL, "text", bad); err == nil || !strings.Contains(err.Error(), "The payload is not a JSON object.") {
+			t.Errorf("payload %s: error %v, want the payload is not a JSON object", bad, err)
+		}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.bodies) != 1 {
+		t.Errorf("the upstream received %d calls, want 1 (no payload that is not an object is sent)", len(u.bodies))
+	}
+}
+
 // Numbers in the payload reach the upstream as they were sent: a float64
 // would round a 17-digit id.
 func TestPayloadNumbersKeepTheirDigits(t *testing.T) {

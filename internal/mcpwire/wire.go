@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,10 +84,17 @@ func WireError(err error) *jsonrpc.Error {
 // (resultType, the last field CallToolResult.MarshalJSON writes); the
 // field is unexported, so it is appended here.
 func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, stateless bool) ([]byte, error) {
+	return AppendToolResponse(nil, id, res, callErr, stateless)
+}
+
+// AppendToolResponse is ToolResponse appending to dst, so a server that
+// answers many calls can frame each in a buffer it reuses once written.
+func AppendToolResponse(dst []byte, id json.RawMessage, res *sdk.CallToolResult, callErr error, stateless bool) ([]byte, error) {
 	msg := Message[json.RawMessage]{JSONRPC: Version, ID: id}
 	if callErr != nil {
 		msg.Error = WireError(callErr)
-		return Encode(&msg)
+		b, err := Encode(&msg)
+		return append(dst, b...), err
 	}
 	// Encode(&msg) written out, the frame, the result and its resultType
 	// in one buffer: the encoder would walk the message by reflection and
@@ -94,7 +102,7 @@ func ToolResponse(id json.RawMessage, res *sdk.CallToolResult, callErr error, st
 	// the result was copied into the frame and again to append the field.
 	// TestFrameResultMatchesEncode and FuzzFrameResult hold this to
 	// Encode's bytes.
-	out, err := appendFrameHead(make([]byte, 0, resultSizeHint(id, res)), id)
+	out, err := appendFrameHead(slices.Grow(dst, resultSizeHint(id, res)), id)
 	if err != nil {
 		return nil, err
 	}
