@@ -228,12 +228,20 @@ func (d *jsonDoc) timeOmit(name string, t *time.Time) {
 	}
 }
 
-// done closes the object. On a failure the object is json.Marshal(v)'s,
-// so the error is encoding/json's own.
-func (d *jsonDoc) done(v any) ([]byte, error) {
+// done closes the object, or reports false after a failure, when the
+// caller appends marshal(v) instead. The two are apart so that v becomes
+// an interface value, which copies it to the heap, only on a failure: a
+// store writes these documents on every call.
+func (d *jsonDoc) done() ([]byte, bool) {
 	if d.err == nil {
-		return append(d.b, '}'), nil
+		return append(d.b, '}'), true
 	}
+	return nil, false
+}
+
+// marshal is the object after a failure: json.Marshal(v)'s, so the error
+// is encoding/json's own.
+func (d *jsonDoc) marshal(v any) ([]byte, error) {
 	m, err := json.Marshal(v)
 	if err != nil {
 		return d.b[:d.start], err
@@ -254,7 +262,8 @@ func (c Call) AppendJSON(dst []byte) ([]byte, error) {
 	d.raw("payload", c.Payload)
 	if len(c.Scope) > 0 {
 		d.key("scope")
-		keys := make([]string, 0, len(c.Scope))
+		var small [4]string // a capability's few scope fields, sorted without an allocation
+		keys := small[:0]
 		for k := range c.Scope {
 			keys = append(keys, k)
 		}
@@ -280,7 +289,10 @@ func (c Call) AppendJSON(dst []byte) ([]byte, error) {
 	d.intOmit("upstream_status", int64(c.UpstreamStatus))
 	d.time("started_at", c.StartedAt)
 	d.timeOmit("finished_at", c.FinishedAt)
-	return d.done(c)
+	if b, ok := d.done(); ok {
+		return b, nil
+	}
+	return d.marshal(c)
 }
 
 // jsonSize is about the length of c's JSON when nothing in it needs
@@ -317,7 +329,10 @@ func (r CallResult) AppendJSON(dst []byte) ([]byte, error) {
 		d.bool("replayed", true)
 	}
 	d.rawOmit("proposal", r.Proposal)
-	return d.done(r)
+	if b, ok := d.done(); ok {
+		return b, nil
+	}
+	return d.marshal(r)
 }
 
 // AppendJSON appends r as json.Marshal(r) writes it: the structured
@@ -337,7 +352,10 @@ func (r Route) AppendJSON(dst []byte) ([]byte, error) {
 	d.rawOmit("features", r.Features)
 	d.time("at", r.At)
 	d.int("lane_epoch", int64(r.LaneEpoch))
-	return d.done(r)
+	if b, ok := d.done(); ok {
+		return b, nil
+	}
+	return d.marshal(r)
 }
 
 // routeAuditData is the data of a route's audit record, the reference
@@ -371,7 +389,10 @@ func (r Route) AuditData() (json.RawMessage, error) {
 	d.int("lane_epoch", int64(r.LaneEpoch))
 	d.str("queue", r.Queue)
 	d.str("step", r.Step)
-	return d.done(r.auditData())
+	if b, ok := d.done(); ok {
+		return b, nil
+	}
+	return d.marshal(r.auditData())
 }
 
 func (r Route) auditData() routeAuditData {
