@@ -97,7 +97,10 @@ func callText(res ladder.CallResult) string {
 	if len(res.Result) == 0 {
 		return res.Message
 	}
-	b, err := ladder.AppendCompactJSON([]byte(res.Message+" Result: "), res.Result, false)
+	// Room for the result as it came (compacting only shortens it), so the
+	// text is built in one buffer.
+	b := make([]byte, 0, len(res.Message)+len(" Result: ")+len(res.Result))
+	b, err := ladder.AppendCompactJSON(append(append(b, res.Message...), " Result: "...), res.Result, false)
 	if err != nil {
 		return res.Message
 	}

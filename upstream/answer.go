@@ -9,7 +9,11 @@ import (
 )
 
 // decodeAnswer reads one JSON-RPC message from an upstream MCP server, as
-// json.Unmarshal into a toolMessage does.
+// json.Unmarshal into a toolMessage does. The message may share data's
+// bytes (its id and its result's content): data must stay unchanged while
+// the message is used. Both callers read data for one answer and change
+// it no more once the answer is found: a JSON body read whole, and an
+// event stream whose reader is left once its answer has come.
 func decodeAnswer(data []byte) (toolMessage, error) {
 	if m, ok := decodeAnswerFast(data); ok {
 		return m, nil
@@ -45,7 +49,7 @@ func decodeAnswerFast(data []byte) (m toolMessage, ok bool) {
 			m.JSONRPC = s
 			return plain && once(&seen, 1)
 		case "id":
-			m.ID = bytes.Clone(v) // copied, as encoding/json copies a json.RawMessage
+			m.ID = v // data's own bytes (see decodeAnswer)
 			return string(v) != "null" && once(&seen, 2)
 		case "result":
 			result = v
@@ -68,7 +72,7 @@ func decodeAnswerFast(data []byte) (m toolMessage, ok bool) {
 			content = v
 			return v[0] == '[' && once(&seen, 1)
 		case "structuredContent":
-			r.StructuredContent = bytes.Clone(v)
+			r.StructuredContent = v
 			return string(v) != "null" && once(&seen, 2)
 		case "isError":
 			r.IsError = string(v) == "true"
@@ -79,7 +83,7 @@ func decodeAnswerFast(data []byte) (m toolMessage, ok bool) {
 	if !ok {
 		return toolMessage{}, false
 	}
-	r.RawContent = bytes.Clone(content)
+	r.RawContent = content
 	m.Result = r
 	return m, true
 }
