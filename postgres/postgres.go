@@ -149,6 +149,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	} else {
+		// A connection opened while the database took no writes (a standby
+		// before its promotion, default_transaction_read_only set for the
+		// database or the role) keeps that for its life, and every write
+		// put on it after the database takes writes again would fail: the
+		// pool closes such a connection when it is released instead of
+		// keeping it (TestWritesResumeAfterReadOnly).
+		cfg.AfterRelease = func(c *pgx.Conn) bool { return !readOnlySession(c.PgConn()) }
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -170,6 +178,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s.lis = newListener(s, cfg.ConnConfig)
 	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch})
 	return s, nil
+}
+
+// readOnlySession reports whether the server said, when c connected,
+// that c's transactions are read-only by default or that it is a hot
+// standby. PostgreSQL reports both settings from version 14; an older
+// server reports neither, and its connections are kept as before.
+func readOnlySession(c *pgconn.PgConn) bool {
+	return c.ParameterStatus("default_transaction_read_only") == "on" || c.ParameterStatus("in_hot_standby") == "on"
 }
 
 func newOrigin() string {
