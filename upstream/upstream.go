@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -486,11 +487,70 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 }
 
 // toolArguments is a call's arguments to an upstream tool: its payload's
-// members with its scope fields set over them, as one JSON object with its
-// keys sorted. Only the payload's top level is taken apart; each member's
-// value goes as it was (json.Marshal compacts it), so numbers keep every
-// digit (a float64 would round an id of 17) and nothing below is decoded.
+// members with its scope fields set over them, as one JSON object, written
+// as json.Marshal writes a map[string]json.RawMessage of them (keys sorted,
+// values compacted, HTML escaped). Only the payload's top level is taken
+// apart, and with the scanner the front door checks arguments with, not
+// encoding/json's reflection; each member's value goes as it was sent, so
+// numbers keep every digit (a float64 would round an id of 17). A payload
+// whose keys hold escapes goes through encoding/json (toolArgumentsDecoded),
+// and TestToolArgumentsMatchDecoded holds the two to the same bytes.
 func toolArguments(req Request) (json.RawMessage, error) {
+	payload := req.Payload
+	if len(payload) == 0 {
+		payload = emptyObject
+	}
+	type member struct {
+		key   string
+		value []byte // nil for a scope field
+	}
+	var small [16]member
+	ms := small[:0]
+	if !ladder.JSONObjectMembers(payload, func(key []byte, escaped bool, v []byte) bool {
+		if _, scoped := req.Scope[string(key)]; !scoped && !escaped {
+			ms = append(ms, member{key: string(key), value: v})
+		}
+		return !escaped
+	}) {
+		return toolArgumentsDecoded(req)
+	}
+	size := len(payload) + 2
+	for k, v := range req.Scope {
+		ms = append(ms, member{key: k})
+		size += len(k) + len(v) + 6
+	}
+	// Of a key sent twice the last counts, as json.Unmarshal into a map
+	// keeps it: a stable sort leaves it last of its run.
+	slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	out := append(make([]byte, 0, size), '{')
+	first := true
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].key == m.key {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(ladder.AppendJSONString(out, m.key), ':')
+		if m.value == nil {
+			out = ladder.AppendJSONString(out, req.Scope[m.key])
+			continue
+		}
+		var err error
+		if out, err = ladder.AppendCompactJSON(out, m.value, true); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, '}'), nil
+}
+
+// emptyObject is the arguments of a call without a payload (never written
+// to).
+var emptyObject = json.RawMessage("{}")
+
+// toolArgumentsDecoded is toolArguments through encoding/json.
+func toolArgumentsDecoded(req Request) (json.RawMessage, error) {
 	args := map[string]json.RawMessage{}
 	if len(req.Payload) > 0 {
 		if err := json.Unmarshal(req.Payload, &args); err != nil || args == nil {
