@@ -249,6 +249,30 @@ func (d *jsonDoc) marshal(v any) ([]byte, error) {
 	return append(d.b[:d.start], m...), nil
 }
 
+// AppendJSONStringMap appends m as json.Marshal(m) writes it: null for a
+// nil map, else an object with its keys sorted and every string as
+// AppendJSONString writes it.
+func AppendJSONStringMap(dst []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	var small [4]string // a capability's few scope fields, sorted without an allocation
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(AppendJSONString(dst, k), ':')
+		dst = AppendJSONString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
 // AppendJSON appends c as json.Marshal(c) writes it, which is how a store
 // keeps a call.
 func (c Call) AppendJSON(dst []byte) ([]byte, error) {
@@ -262,21 +286,7 @@ func (c Call) AppendJSON(dst []byte) ([]byte, error) {
 	d.raw("payload", c.Payload)
 	if len(c.Scope) > 0 {
 		d.key("scope")
-		var small [4]string // a capability's few scope fields, sorted without an allocation
-		keys := small[:0]
-		for k := range c.Scope {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		d.b = append(d.b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				d.b = append(d.b, ',')
-			}
-			d.b = append(AppendJSONString(d.b, k), ':')
-			d.b = AppendJSONString(d.b, c.Scope[k])
-		}
-		d.b = append(d.b, '}')
+		d.b = AppendJSONStringMap(d.b, c.Scope)
 	}
 	d.strOmit("route_id", c.RouteID)
 	d.strOmit("gate_decision_id", c.GateDecisionID)

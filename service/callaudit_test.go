@@ -24,6 +24,7 @@ func TestCallAuditData(t *testing.T) {
 			Status: ladder.CallFailed, Error: "The upstream call failed: <boom> & \"more\"", ErrorCode: ladder.CodeUpstreamFailed, UpstreamStatus: 502},
 		{Payload: json.RawMessage(`{}`), Scope: map[string]string{}, Status: ladder.CallOK, UpstreamStatus: 200},
 		{Payload: json.RawMessage(`{"n":12345678901234567890,"nested":{"z":[1,{"b":2,"a":1}]}}`), Status: ladder.CallRunning},
+		{Payload: json.RawMessage(` { "note" : "<b> & \u2028" , "k" : [ 1 , 2 ] } `), Scope: map[string]string{"<p>": "&"}, UpstreamStatus: -1},
 		{},
 	}
 	canon := func(v any) string {
@@ -40,14 +41,29 @@ func TestCallAuditData(t *testing.T) {
 				"capability": c.ID, "payload": call.Payload, "scope": call.Scope, "idempotency_key": call.IdempotencyKey,
 				"route_id": call.RouteID, "gate_decision_id": call.GateDecisionID, "approval_id": call.ApprovalID, "executor": c.Executor.Kind,
 			}
-			if diff := cmp.Diff(canon(old), canon(callAudit(c, call))); diff != "" {
+			data, err := callAudit(c, call)
+			if err != nil {
+				t.Fatalf("%s, call %d: %v", c.ID, i, err)
+			}
+			if diff := cmp.Diff(canon(old), canon(data)); diff != "" {
 				t.Errorf("%s, call %d: call record data (-want +got):\n%s", c.ID, i, diff)
+			}
+			// Written by hand, byte for byte what encoding/json writes.
+			want, err := json.Marshal(callAuditData{ApprovalID: call.ApprovalID, Capability: c.ID, Executor: c.Executor.Kind, GateDecisionID: call.GateDecisionID,
+				IdempotencyKey: call.IdempotencyKey, Payload: call.Payload, RouteID: call.RouteID, Scope: call.Scope})
+			if err != nil || string(data) != string(want) {
+				t.Errorf("%s, call %d: call record data\n got %s\nwant %s (%v)", c.ID, i, data, want, err)
 			}
 			oldResult := map[string]any{
 				"capability": c.ID, "status": call.Status, "error": call.Error, "error_code": call.ErrorCode, "upstream_status": call.UpstreamStatus,
 			}
-			if diff := cmp.Diff(canon(oldResult), canon(callResultAudit(c, call))); diff != "" {
+			result := callResultAudit(c, call)
+			if diff := cmp.Diff(canon(oldResult), canon(result)); diff != "" {
 				t.Errorf("%s, call %d: call_result record data (-want +got):\n%s", c.ID, i, diff)
+			}
+			want, err = json.Marshal(callResultAuditData{Capability: c.ID, Error: call.Error, ErrorCode: call.ErrorCode, Status: call.Status, UpstreamStatus: call.UpstreamStatus})
+			if err != nil || string(result) != string(want) {
+				t.Errorf("%s, call %d: call_result record data\n got %s\nwant %s (%v)", c.ID, i, result, want, err)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -783,7 +784,11 @@ func (s *Service) execute(ctx context.Context, actor string, c ladder.Capability
 func (s *Service) callEntry(actor string, c ladder.Capability, call ladder.Call) (ladder.Call, ladder.AuditEntry, error) {
 	now := ladder.NormTime(s.now())
 	call.StartedAt = now
-	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, callAudit(c, call))
+	data, err := callAudit(c, call)
+	if err != nil {
+		return call, ladder.AuditEntry{}, fmt.Errorf("audit data: %w", err)
+	}
+	e, err := ladder.NewAuditEntry(call.Workspace, actor, ladder.AuditCall, call.ID, now, data)
 	return call, e, err
 }
 
@@ -810,13 +815,42 @@ type callResultAuditData struct {
 	UpstreamStatus int               `json:"upstream_status"`
 }
 
-func callAudit(c ladder.Capability, call ladder.Call) callAuditData {
-	return callAuditData{ApprovalID: call.ApprovalID, Capability: c.ID, Executor: c.Executor.Kind, GateDecisionID: call.GateDecisionID,
+// callAudit is a call record's data, json.Marshal(callAuditData) written by
+// hand: every proxied call writes it, and encoding/json's reflection was
+// most of what building the record cost. A payload it cannot copy as it is
+// (none, or not JSON) goes through encoding/json, whose error that is.
+// TestCallAuditData holds both to encoding/json's bytes.
+func callAudit(c ladder.Capability, call ladder.Call) (json.RawMessage, error) {
+	d := callAuditData{ApprovalID: call.ApprovalID, Capability: c.ID, Executor: c.Executor.Kind, GateDecisionID: call.GateDecisionID,
 		IdempotencyKey: call.IdempotencyKey, Payload: call.Payload, RouteID: call.RouteID, Scope: call.Scope}
+	if len(d.Payload) == 0 {
+		return json.Marshal(d)
+	}
+	b := make([]byte, 0, 192+len(d.ApprovalID)+len(d.Capability)+len(d.GateDecisionID)+len(d.IdempotencyKey)+len(d.Payload)+len(d.RouteID)+64*len(d.Scope))
+	b = ladder.AppendJSONString(append(b, `{"approval_id":`...), d.ApprovalID)
+	b = ladder.AppendJSONString(append(b, `,"capability":`...), d.Capability)
+	b = ladder.AppendJSONString(append(b, `,"executor":`...), d.Executor)
+	b = ladder.AppendJSONString(append(b, `,"gate_decision_id":`...), d.GateDecisionID)
+	b = ladder.AppendJSONString(append(b, `,"idempotency_key":`...), d.IdempotencyKey)
+	b, err := ladder.AppendCompactJSON(append(b, `,"payload":`...), d.Payload, true)
+	if err != nil {
+		return json.Marshal(d)
+	}
+	b = ladder.AppendJSONString(append(b, `,"route_id":`...), d.RouteID)
+	b = ladder.AppendJSONStringMap(append(b, `,"scope":`...), d.Scope)
+	return append(b, '}'), nil
 }
 
-func callResultAudit(c ladder.Capability, call ladder.Call) callResultAuditData {
-	return callResultAuditData{Capability: c.ID, Error: call.Error, ErrorCode: call.ErrorCode, Status: call.Status, UpstreamStatus: call.UpstreamStatus}
+// callResultAudit is a call_result record's data,
+// json.Marshal(callResultAuditData) written by hand as callAudit is.
+func callResultAudit(c ladder.Capability, call ladder.Call) json.RawMessage {
+	b := make([]byte, 0, 96+len(c.ID)+len(call.Error)+len(call.ErrorCode)+len(call.Status))
+	b = ladder.AppendJSONString(append(b, `{"capability":`...), c.ID)
+	b = ladder.AppendJSONString(append(b, `,"error":`...), call.Error)
+	b = ladder.AppendJSONString(append(b, `,"error_code":`...), string(call.ErrorCode))
+	b = ladder.AppendJSONString(append(b, `,"status":`...), string(call.Status))
+	b = strconv.AppendInt(append(b, `,"upstream_status":`...), int64(call.UpstreamStatus), 10)
+	return append(b, '}')
 }
 
 // auditSpan starts the span of a call's begun record.
