@@ -155,7 +155,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		// database or the role) keeps that for its life, and every write
 		// put on it after the database takes writes again would fail: the
 		// pool closes such a connection when it is released instead of
-		// keeping it (TestWritesResumeAfterReadOnly).
+		// keeping it (TestWritesResumeAfterReadOnly). pgxpool runs the
+		// hook, and returns the connection, in a goroutine of its own.
 		cfg.AfterRelease = func(c *pgx.Conn) bool { return !readOnlySession(c.PgConn()) }
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
