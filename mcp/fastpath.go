@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/bufpool"
 	"github.com/ladderhq/ladder/internal/mcpwire"
 )
 
@@ -44,20 +44,9 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 
 // answers holds the buffers answerCall frames answers in: each is written
 // once to the ResponseWriter, which keeps no reference to it (io.Writer's
-// contract), so the next call can reuse it.
-var answers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-// maxPooledAnswer is the largest buffer answers keeps: a rare large answer's
-// buffer is left to the collector rather than held by the pool.
-const maxPooledAnswer = 64 << 10
-
-// putAnswer returns b, grown from *bp, to answers.
-func putAnswer(bp *[]byte, b []byte) {
-	if cap(b) <= maxPooledAnswer {
-		*bp = b[:0]
-		answers.Put(bp)
-	}
-}
+// contract), so the next call can reuse it. A rare answer past 64 KiB is
+// not kept.
+var answers = bufpool.New(4<<10, 64<<10)
 
 // answerCall runs a tools/call and writes its answer in the SDK's framing.
 func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http.Request, run toolRun, p ladder.Principal, id json.RawMessage, args json.RawMessage) {
@@ -79,9 +68,9 @@ func (h *Handler) answerCall(ctx context.Context, w http.ResponseWriter, r *http
 			res.Meta[sdk.MetaKeyServerInfo] = h.impl
 		}
 	}
-	bp := answers.Get().(*[]byte)
-	body, merr := mcpwire.AppendToolResponse((*bp)[:0], id, res, err, stateless)
-	defer putAnswer(bp, body)
+	bp := answers.Get()
+	body, merr := mcpwire.AppendToolResponse(*bp, id, res, err, stateless)
+	defer answers.Put(bp, body)
 	if merr != nil {
 		h.log.ErrorContext(ctx, "encoding a tools/call answer", "err", merr)
 		h.writeRPCError(w, http.StatusInternalServerError, id, &ladder.Error{Code: ladder.CodeInternal, Message: "The server could not frame its answer to this call.", Hint: "retry; if it persists, report it with the time of the call"})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/internal/leaffeed"
 )
 
 const auditColumns = "seq, workspace, actor, kind, subject, at, data, prev_hash, hash"
@@ -89,12 +88,7 @@ func (w *wtx) flush() error {
 				h := heads[e.Workspace]
 				rec := ladder.AuditRecord{Seq: seqs[i], AuditEntry: e.AuditEntry}
 				i++
-				if w.s.feed.Asked() {
-					leaf := rec.SealLeaf(h.hash)
-					w.fed = append(w.fed, leaffeed.Leaf{WS: rec.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
-				} else {
-					rec.Seal(h.hash)
-				}
+				w.fed = w.s.feed.Seal(&rec, h.hash, h.size, w.fed)
 				idxs = append(idxs, h.size)
 				h.size, h.hash = h.size+1, rec.Hash
 				recs = append(recs, rec)

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/bufpool"
 )
 
 var (
@@ -363,8 +363,8 @@ type readyCall struct {
 }
 
 func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, error) {
-	bp := callDocs.Get().(*[]byte)
-	doc, err := c.AppendJSON((*bp)[:0])
+	bp := callDocs.Get()
+	doc, err := c.AppendJSON(*bp)
 	if err != nil {
 		return readyCall{}, err
 	}
@@ -378,20 +378,13 @@ func (s *Store) readyCall(c ladder.Call, audit ladder.AuditEntry) (readyCall, er
 // release returns rc's document buffer to callDocs, after the write that
 // stored it; rc.doc is not to be read again.
 func (rc *readyCall) release() {
-	if rc.buf != nil && cap(rc.doc) <= maxPooledDoc {
-		*rc.buf = rc.doc[:0]
-		callDocs.Put(rc.buf)
-	}
+	callDocs.Put(rc.buf, rc.doc)
 	rc.buf, rc.doc = nil, nil
 }
 
 // callDocs holds the buffers calls' documents are built in (a few KiB
-// each, two a proxied call).
-var callDocs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
-
-// maxPooledDoc is the largest buffer callDocs keeps: a rare large call's
-// document is left to the collector rather than held by the pool.
-const maxPooledDoc = 64 << 10
+// each, two a proxied call; one past 64 KiB is not kept).
+var callDocs = bufpool.New(2<<10, 64<<10)
 
 // beginCall is BeginCall's op (and RouteAndBeginCall's second part).
 func (w *wtx) beginCall(rc readyCall, got *ladder.Call, created *bool) error {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/internal/leaffeed"
 )
 
 const auditColumns = "seq, workspace, actor, kind, subject, at, data, prev_hash, hash"
@@ -112,13 +111,9 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 			}
 		}
 		rec := ladder.AuditRecord{Seq: w.head.seq + 1, AuditEntry: e.AuditEntry}
-		fed := w.s.feed.Asked()
-		var leaf [32]byte
-		if fed {
-			leaf = rec.SealLeaf(h.hash)
-		} else {
-			rec.Seal(h.hash)
-		}
+		// Sealed, and its leaf kept for the feed, before its INSERT: runBatch
+		// truncates w.fed to an op's start when its savepoint rolls back.
+		w.fed = w.s.feed.Seal(&rec, h.hash, h.size, w.fed)
 		if _, err := w.exec(`INSERT INTO audit (`+auditColumns+`, queue, step, ws_idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			rec.Seq, rec.Workspace, rec.Actor, rec.Kind, rec.Subject, fmtTime(rec.At), []byte(rec.Data),
 			rec.PrevHash, rec.Hash, e.queue, e.step, h.size); err != nil {
@@ -134,9 +129,6 @@ func (w *wtx) appendReady(entries []readyEntry) ([]ladder.AuditRecord, error) {
 			w.moved = append(w.moved, e.Workspace)
 		}
 		w.heads[e.Workspace] = wsHead{size: h.size + 1, hash: rec.Hash}
-		if fed {
-			w.fed = append(w.fed, leaffeed.Leaf{WS: e.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: h.size, Seq: rec.Seq}, Hash: leaf}})
-		}
 		recs = append(recs, rec)
 	}
 	return recs, nil

@@ -494,7 +494,7 @@ func (p *Pool) callMCP(ctx context.Context, x ladder.Executor, req Request) (Res
 // encoding/json's reflection; each member's value goes as it was sent, so
 // numbers keep every digit (a float64 would round an id of 17). A payload
 // whose keys hold escapes goes through encoding/json (toolArgumentsDecoded),
-// and TestToolArgumentsMatchDecoded holds the two to the same bytes.
+// and FuzzToolArguments holds the two to the same bytes.
 func toolArguments(req Request) (json.RawMessage, error) {
 	payload := req.Payload
 	if len(payload) == 0 {

@@ -39,6 +39,20 @@ type Feed struct {
 // hashes for the feed, which would keep none of them.
 func (f *Feed) Asked() bool { return f.asked.Load() }
 
+// Seal seals rec over its workspace's previous hash prevHash, rec being
+// the workspace's leaf at position index, and returns leaves with rec's
+// leaf appended for Publish once an integration has asked for leaves
+// (Asked); before that it takes no leaf hash and returns leaves as they
+// are. Both stores seal each record they append through it.
+func (f *Feed) Seal(rec *ladder.AuditRecord, prevHash string, index int64, leaves []Leaf) []Leaf {
+	if !f.Asked() {
+		rec.Seal(prevHash)
+		return leaves
+	}
+	leaf := rec.SealLeaf(prevHash)
+	return append(leaves, Leaf{WS: rec.Workspace, FedLeaf: ladder.FedLeaf{TlogLeaf: ladder.TlogLeaf{Index: index, Seq: rec.Seq}, Hash: leaf}})
+}
+
 // MaxLeaves bounds the leaves the feed holds across workspaces (a leaf is
 // 48 bytes), for an integrator that does not run (a legacy chain it
 // refuses to adopt) or fails while routes still commit: past it every
