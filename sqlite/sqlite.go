@@ -87,8 +87,11 @@ const DefaultLinger = 300 * time.Microsecond
 // them into one commit. Measured with 64 clients of proxied calls: 1 ms
 // made 7–9 writes a commit against 5, for about a tenth less of ladder's
 // CPU a call (BENCHMARKS.md, issue 22, session 33); 2 ms, waiting for as
-// many writes as calls run, 12–14, for a tenth less again (session 34).
-const ExpectLinger = 2 * time.Millisecond
+// many writes as calls run, 12–14, for a tenth less again (session 34);
+// 4 ms, 17–21, for a tenth less again on a machine whose syncs and WAL
+// writes cost a quarter of ladder's CPU in the kernel, and no fewer calls
+// a second with 16 to 32 clients (session 40).
+const ExpectLinger = 4 * time.Millisecond
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
 // for concurrent use, and several processes may open the same file.
