@@ -88,9 +88,11 @@ const DefaultLinger = 300 * time.Microsecond
 // made 7–9 writes a commit against 5, for about a tenth less of ladder's
 // CPU a call (BENCHMARKS.md, issue 22, session 33); 2 ms, waiting for as
 // many writes as calls run, 12–14, for a tenth less again (session 34);
-// 4 ms, 17–21, for a tenth less again on a machine whose syncs and WAL
-// writes cost a quarter of ladder's CPU in the kernel, and no fewer calls
-// a second with 16 to 32 clients (session 40).
+// 4 ms, 17–21, for a tenth less again on a machine where the commit was
+// an eighth of ladder's CPU, most of it the kernel's sync and WAL write,
+// and no fewer calls a second with 16 to 32 clients. Every write in the
+// process shares the wait, so a longer one, which saved more CPU still,
+// cost the routes beside the calls too much (session 40).
 const ExpectLinger = 4 * time.Millisecond
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
