@@ -656,6 +656,14 @@ func (s *Store) mapErr(err error) error {
 	case errors.Is(err, groupcommit.ErrClosed):
 		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
 	}
+	// A connection the server refused is the store being unavailable,
+	// whatever the refusal's code (a database closed to connections is
+	// 55000, a role that may not log in 28000): checked before the codes,
+	// since the ConnectError wraps the server's PgError.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		class := pe.Code[:min(2, len(pe.Code))]
@@ -674,11 +682,8 @@ func (s *Store) mapErr(err error) error {
 		}
 		return err
 	}
-	var (
-		ce *pgconn.ConnectError
-		ne net.Error
-	)
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+	var ne net.Error
+	if errors.As(err, &ne) || pgconn.Timeout(err) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		s.closed.Load() {
 		return fmt.Errorf("%w: %w", ladder.ErrUnavailable, err)

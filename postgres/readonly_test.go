@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ladderhq/ladder"
 )
@@ -21,33 +22,8 @@ import (
 // without anyone cutting connections.
 func TestWritesResumeAfterReadOnly(t *testing.T) {
 	ctx := t.Context()
-	admin := adminConn(t, "")
-	var b [5]byte
-	_, _ = crand.Read(b[:])
-	name := "ladder_ro_" + hex.EncodeToString(b[:])
-	role, schema := pgx.Identifier{name}.Sanitize(), pgx.Identifier{name}.Sanitize()
-	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "CREATE SCHEMA " + schema + " AUTHORIZATION " + role} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, q := range []string{"DROP SCHEMA IF EXISTS " + schema + " CASCADE", "DROP OWNED BY " + role, "DROP ROLE IF EXISTS " + role} {
-			if _, err := admin.Exec(context.Background(), q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-		}
-	})
-	u, err := url.Parse(testDSN(t))
-	if err != nil {
-		t.Fatalf("LADDER_TEST_POSTGRES is not a URL: %v", err)
-	}
-	u.User = url.User(name)
-	s, err := Open(ctx, u.String(), Options{Schema: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	admin, s, name := storeOfOwnRole(t, "ladder_ro_")
+	role := pgx.Identifier{name}.Sanitize()
 	route := func(id string) error {
 		r := testRoute(id, "bill-"+id)
 		_, _, err := s.RecordRoute(ctx, r, routeEntry(t, r))
@@ -82,4 +58,78 @@ func TestWritesResumeAfterReadOnly(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Errorf("Ping after the database takes writes again: %v", err)
 	}
+}
+
+// TestRefusedConnectionIsUnavailable is a database that refuses new
+// connections (here ladder's role may no longer log in; a database with
+// ALLOW_CONNECTIONS false answers alike) after its connections were cut.
+// pgx reports the server's refusal as a ConnectError around a PgError
+// whose code is no connection class, and a store that read only the
+// code answered GetKey with an error the service did not take for the
+// store being down, so /readyz stayed ready. Every call must fail
+// ErrUnavailable, and reads answer again once connections are let in.
+func TestRefusedConnectionIsUnavailable(t *testing.T) {
+	ctx := t.Context()
+	admin, s, name := storeOfOwnRole(t, "ladder_nologin_")
+	role := pgx.Identifier{name}.Sanitize()
+	set := func(q string) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("ALTER ROLE " + role + " NOLOGIN")
+	set("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + name + "'")
+	refused := false
+	for i := range 3 {
+		_, err := s.GetKey(ctx, "k_missing")
+		if !errors.Is(err, ladder.ErrUnavailable) {
+			t.Fatalf("GetKey %d while connections are refused: %v, want ErrUnavailable", i, err)
+		}
+		var ce *pgconn.ConnectError
+		refused = refused || errors.As(err, &ce)
+	}
+	if !refused {
+		t.Fatal("no GetKey tried a new connection: the test did not reach the refusal")
+	}
+	set("ALTER ROLE " + role + " LOGIN")
+	if _, err := s.GetKey(ctx, "k_missing"); !errors.Is(err, ladder.ErrNotFound) {
+		t.Fatalf("GetKey once connections are let in: %v, want ErrNotFound", err)
+	}
+}
+
+// storeOfOwnRole opens a store as a login role of its own (name prefix
+// and random hex) in a schema that role owns, so a test can change what
+// the role may do without touching other tests; both go at cleanup.
+func storeOfOwnRole(t *testing.T, prefix string) (admin *pgx.Conn, s *Store, name string) {
+	t.Helper()
+	ctx := t.Context()
+	admin = adminConn(t, "")
+	var b [5]byte
+	_, _ = crand.Read(b[:])
+	name = prefix + hex.EncodeToString(b[:])
+	role, schema := pgx.Identifier{name}.Sanitize(), pgx.Identifier{name}.Sanitize()
+	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "CREATE SCHEMA " + schema + " AUTHORIZATION " + role} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{"DROP SCHEMA IF EXISTS " + schema + " CASCADE", "DROP OWNED BY " + role, "DROP ROLE IF EXISTS " + role} {
+			if _, err := admin.Exec(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	u, err := url.Parse(testDSN(t))
+	if err != nil {
+		t.Fatalf("LADDER_TEST_POSTGRES is not a URL: %v", err)
+	}
+	u.User = url.User(name)
+	s, err = Open(ctx, u.String(), Options{Schema: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return admin, s, name
 }
