@@ -22,7 +22,7 @@ import (
 // without anyone cutting connections.
 func TestWritesResumeAfterReadOnly(t *testing.T) {
 	ctx := t.Context()
-	admin, s, name := storeOfOwnRole(t, "ladder_ro_")
+	set, s, name := storeOfOwnRole(t, "ladder_ro_")
 	role := pgx.Identifier{name}.Sanitize()
 	route := func(id string) error {
 		r := testRoute(id, "bill-"+id)
@@ -33,12 +33,6 @@ func TestWritesResumeAfterReadOnly(t *testing.T) {
 		t.Fatalf("route before: %v", err)
 	}
 
-	set := func(q string) {
-		t.Helper()
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	set("ALTER ROLE " + role + " SET default_transaction_read_only = on")
 	set("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + name + "'")
 	for i := range 3 {
@@ -70,14 +64,8 @@ func TestWritesResumeAfterReadOnly(t *testing.T) {
 // ErrUnavailable, and reads answer again once connections are let in.
 func TestRefusedConnectionIsUnavailable(t *testing.T) {
 	ctx := t.Context()
-	admin, s, name := storeOfOwnRole(t, "ladder_nologin_")
+	set, s, name := storeOfOwnRole(t, "ladder_nologin_")
 	role := pgx.Identifier{name}.Sanitize()
-	set := func(q string) {
-		t.Helper()
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	set("ALTER ROLE " + role + " NOLOGIN")
 	set("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + name + "'")
 	refused := false
@@ -100,11 +88,12 @@ func TestRefusedConnectionIsUnavailable(t *testing.T) {
 
 // storeOfOwnRole opens a store as a login role of its own (name prefix
 // and random hex) in a schema that role owns, so a test can change what
-// the role may do without touching other tests; both go at cleanup.
-func storeOfOwnRole(t *testing.T, prefix string) (admin *pgx.Conn, s *Store, name string) {
+// the role may do without touching other tests; both go at cleanup. set
+// runs a statement as the administrator.
+func storeOfOwnRole(t *testing.T, prefix string) (set func(q string), s *Store, name string) {
 	t.Helper()
 	ctx := t.Context()
-	admin = adminConn(t, "")
+	admin := adminConn(t, "")
 	var b [5]byte
 	_, _ = crand.Read(b[:])
 	name = prefix + hex.EncodeToString(b[:])
@@ -131,5 +120,11 @@ func storeOfOwnRole(t *testing.T, prefix string) (admin *pgx.Conn, s *Store, nam
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return admin, s, name
+	set = func(q string) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return set, s, name
 }
