@@ -338,7 +338,7 @@ func (s *Store) BeginCall(ctx context.Context, c ladder.Call, audit ladder.Audit
 		got     ladder.Call
 		created bool
 	)
-	err = s.write(ctx, func(w *wtx) error { return w.beginCall(rc, &got, &created) })
+	err = s.writeCall(ctx, func(w *wtx) error { return w.beginCall(rc, &got, &created) })
 	rc.release()
 	if err != nil {
 		return ladder.Call{}, false, fmt.Errorf("begin call: %w", err)

@@ -18,7 +18,7 @@ func (s *Store) setCall(ctx context.Context, c ladder.Call, from ladder.CallStat
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(w *wtx) error {
+	err = s.writeCall(ctx, func(w *wtx) error {
 		res, err := w.exec(`UPDATE calls SET status = ?, doc = ? WHERE id = ? AND workspace = ? AND status = ?`,
 			string(c.Status), rc.doc, c.ID, c.Workspace, string(from))
 		if err != nil {

@@ -24,7 +24,7 @@ func (s *Store) RouteAndBeginCall(ctx context.Context, r ladder.Route, routeAudi
 		return ladder.RouteCall{}, fmt.Errorf("route and begin call: %w", err)
 	}
 	var out ladder.RouteCall
-	err = s.write(ctx, func(w *wtx) error {
+	err = s.writeCall(ctx, func(w *wtx) error {
 		// A retried op starts from nothing.
 		out = ladder.RouteCall{}
 		if err := w.recordRoute(r, ready, &out.Route, &out.RouteCreated); err != nil {

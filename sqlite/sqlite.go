@@ -89,11 +89,13 @@ const DefaultLinger = 300 * time.Microsecond
 // CPU a call (BENCHMARKS.md, issue 22, session 33); 2 ms, waiting for as
 // many writes as calls run, 12–14, for a tenth less again (session 34);
 // 4 ms, 17–21, for a tenth less again on a machine where the commit was
-// an eighth of ladder's CPU, most of it the kernel's sync and WAL write,
-// and no fewer calls a second with 16 to 32 clients. Every write in the
-// process shares the wait, so a longer one, which saved more CPU still,
-// cost the routes beside the calls too much (session 40).
-const ExpectLinger = 4 * time.Millisecond
+// an eighth of ladder's CPU, most of it the kernel's sync and WAL write
+// (session 40); 7 ms, 26–31, for 7% less again, and 10 ms no less than
+// 7 (session 41). Only a batch of calls' writes waits this long (see
+// writeCall): any other write in it, a route beside the calls, cuts the
+// wait to Options.Linger, so the calls' wait is not the routes' (with
+// every write waiting, 7 ms had cost a route beside them 4 ms; session 40).
+const ExpectLinger = 7 * time.Millisecond
 
 // Store is a ladder.Store on one SQLite database file. Its methods are safe
 // for concurrent use, and several processes may open the same file.
@@ -768,6 +770,18 @@ func (s *Store) tryBatch(ctx context.Context, ops []groupcommit.Op[*wtx], safe b
 
 // write runs op in a group-commit batch and returns once it is durable.
 func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
+	return s.writeOp(ctx, op, false)
+}
+
+// writeCall is write for a call's begin or result. While many calls run,
+// a batch of these alone waits up to ExpectLinger for the others' results
+// (groupcommit's DoPatient), since their callers wait on an upstream
+// anyway; any other write in the batch cuts the wait to Options.Linger.
+func (s *Store) writeCall(ctx context.Context, op func(w *wtx) error) error {
+	return s.writeOp(ctx, op, true)
+}
+
+func (s *Store) writeOp(ctx context.Context, op func(w *wtx) error, call bool) error {
 	if s.closed.Load() {
 		return errClosed
 	}
@@ -775,7 +789,11 @@ func (s *Store) write(ctx context.Context, op func(w *wtx) error) error {
 		return errReadOnly
 	}
 	op, done := ladder.KeyCheckedOp(ctx, op, (*wtx).activeKey)
-	err := s.batch.Do(ctx, op)
+	do := s.batch.Do
+	if call {
+		do = s.batch.DoPatient
+	}
+	err := do(ctx, op)
 	done(err)
 	return s.mapErr(err)
 }

@@ -85,7 +85,12 @@ type Options struct {
 	// costs them throughput.
 	Expect func() int
 	// ExpectLinger is the linger while Expect reports LingerBatch or
-	// more writes to come. Zero means Linger.
+	// more writes to come, for a batch of ops passed to DoPatient. A batch
+	// holding an op passed to Do waits no longer than Linger from the
+	// start of the wait, as it would with nothing expected: the long wait
+	// is for the expected writes and their kin, whose callers wait on
+	// something slower anyway, not for every write that shares their
+	// writer. Zero means Linger.
 	ExpectLinger time.Duration
 }
 
@@ -126,6 +131,9 @@ type request[T any] struct {
 	ctx  context.Context
 	op   Op[T]
 	done chan error
+	// patient says the op came through DoPatient, so its batch may wait
+	// the whole ExpectLinger.
+	patient bool
 	// batch is how many ops shared the transaction, written before done
 	// is sent (for the caller's span).
 	batch int
@@ -164,14 +172,27 @@ func New[T any](run RunFunc[T], opts Options) *Batcher[T] {
 // returns ctx.Err(). Once the op is in a running batch Do waits for the
 // commit regardless of ctx, so that a nil error always means durable and a
 // non-nil error from a started batch reflects what really happened.
-func (b *Batcher[T]) Do(ctx context.Context, op Op[T]) (err error) {
+func (b *Batcher[T]) Do(ctx context.Context, op Op[T]) error {
+	return b.do(ctx, op, false)
+}
+
+// DoPatient is Do for an op whose caller can wait for company the whole
+// ExpectLinger: one of the writes Options.Expect counts, or one that
+// starts such a write (a proxied call's begin and result, whose caller
+// waits on its upstream as well). A batch of such ops alone may linger the
+// whole ExpectLinger; one op passed to Do cuts it to Linger.
+func (b *Batcher[T]) DoPatient(ctx context.Context, op Op[T]) error {
+	return b.do(ctx, op, true)
+}
+
+func (b *Batcher[T]) do(ctx context.Context, op Op[T], patient bool) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// The wait for the shared commit is a span of the caller's trace, when
 	// the caller's span records: queueing plus the batch's transaction.
 	_, sp := tracing.Child(ctx, tracing.SpanGroupCommit)
-	req := &request[T]{ctx: ctx, op: op, done: make(chan error, 1)}
+	req := &request[T]{ctx: ctx, op: op, done: make(chan error, 1), patient: patient}
 	if sp.Recording() {
 		defer func() {
 			sp.Set(tracing.BatchSize.Int(req.batch))
@@ -249,8 +270,11 @@ func (b *Batcher[T]) loop() {
 				skip--
 			} else {
 				d := b.linger
-				if expecting {
-					d = max(d, b.expectLinger)
+				// Only a batch of patient ops waits longer than Linger;
+				// lingerFor cuts the wait when an impatient op joins.
+				long := expecting && b.expectLinger > d && allPatient(batch)
+				if long {
+					d = b.expectLinger
 				}
 				if timer == nil {
 					timer = time.NewTimer(d)
@@ -258,7 +282,7 @@ func (b *Batcher[T]) loop() {
 					timer.Reset(d)
 				}
 				b.lingers.Add(1)
-				if b.lingerFor(&batch, want, timer.C) {
+				if b.lingerFor(&batch, want, timer, long) {
 					b.grown.Add(1)
 					idle = 0
 				} else {
@@ -298,8 +322,15 @@ func (b *Batcher[T]) take(batch *[]*request[T]) (open bool) {
 }
 
 // lingerFor waits for ops until batch holds want of them, the timer fires
-// or the queue closes; it reports false when the timer ended it.
-func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, fired <-chan time.Time) bool {
+// or the queue closes; it reports false when the timer ended it. long says
+// the timer was set to ExpectLinger for a batch of patient ops: an op that
+// is not patient joining it brings the end forward to Linger after the
+// wait began, or ends the wait at once if that has passed.
+func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, timer *time.Timer, long bool) bool {
+	var start time.Time
+	if long {
+		start = time.Now()
+	}
 	for len(*batch) < want {
 		select {
 		case r, ok := <-b.reqs:
@@ -307,7 +338,27 @@ func (b *Batcher[T]) lingerFor(batch *[]*request[T], want int, fired <-chan time
 				return true
 			}
 			*batch = append(*batch, r)
-		case <-fired:
+			if long && !r.patient {
+				long = false
+				left := b.linger - time.Since(start)
+				if left <= 0 {
+					return false
+				}
+				// Since Go 1.23 a Reset timer never delivers the old
+				// deadline's value.
+				timer.Reset(left)
+			}
+		case <-timer.C:
+			return false
+		}
+	}
+	return true
+}
+
+// allPatient reports whether every op of batch came through DoPatient.
+func allPatient[T any](batch []*request[T]) bool {
+	for _, r := range batch {
+		if !r.patient {
 			return false
 		}
 	}

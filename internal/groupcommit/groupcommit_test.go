@@ -343,8 +343,13 @@ func twoBatch(t *testing.T, b *Batcher[*fakeTx]) {
 // op, so that the next op arrives while it lingers (what the tests assert
 // does not depend on that moment: only the path taken does).
 func doAsync(b *Batcher[*fakeTx], s string) <-chan error {
+	return doAsyncWith(b.Do, s)
+}
+
+// doAsyncWith is doAsync through do (Do or DoPatient).
+func doAsyncWith(do func(context.Context, Op[*fakeTx]) error, s string) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- b.Do(context.Background(), write(s)) }()
+	go func() { done <- do(context.Background(), write(s)) }()
 	time.Sleep(10 * time.Millisecond)
 	return done
 }
@@ -414,6 +419,58 @@ func TestLingerWaitsForEveryExpectedWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOnlyPatientOpsWaitTheExpectedLinger: while writes are expected, a
+// batch of ops passed to DoPatient waits the whole ExpectLinger (an hour
+// here), but a batch holding an op passed to Do waits no longer than
+// Linger from the start of the wait, whether that op came first or joined
+// the wait: a route beside many running calls is not held for their
+// results.
+func TestOnlyPatientOpsWaitTheExpectedLinger(t *testing.T) {
+	const linger = 20 * time.Millisecond
+	newBatcher := func() (*fakeDB, *Batcher[*fakeTx]) {
+		db := &fakeDB{}
+		b := New(db.run, Options{Linger: linger, ExpectLinger: time.Hour, LingerBatch: 4,
+			Expect: func() int { return 10 }})
+		twoBatch(t, b)
+		return db, b
+	}
+	t.Run("an impatient op first", func(t *testing.T) {
+		db, b := newBatcher()
+		defer b.Close()
+		// Nothing else comes: the timer of Linger ends the wait.
+		if err := within(t, doAsync(b, "route")); err != nil {
+			t.Fatalf("Do: %v", err)
+		}
+		if _, sizes := db.snapshot(); !cmp.Equal(sizes, []int{1, 2, 1}) {
+			t.Errorf("transaction sizes %v, want [1 2 1]", sizes)
+		}
+	})
+	t.Run("an impatient op joins", func(t *testing.T) {
+		db, b := newBatcher()
+		defer b.Close()
+		result := doAsyncWith(b.DoPatient, "result")
+		// Five times Linger: a patient batch is still waiting.
+		time.Sleep(5 * linger)
+		if _, sizes := db.snapshot(); !cmp.Equal(sizes, []int{1, 2}) {
+			t.Fatalf("transaction sizes %v before the impatient op, want [1 2]: the patient op did not wait for the expected writes", sizes)
+		}
+		// Linger has passed since the wait began, so the route ends it.
+		route := doAsync(b, "route")
+		for name, done := range map[string]<-chan error{"result": result, "route": route} {
+			if err := within(t, done); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		committed, sizes := db.snapshot()
+		if !cmp.Equal(sizes, []int{1, 2, 2}) || !cmp.Equal(sortedCopy(committed[len(committed)-2:]), []string{"result", "route"}) {
+			t.Errorf("transactions %v committing %v, want the result and the route in the third", sizes, committed)
+		}
+		if st := b.Stats(); st.Expired != 1 {
+			t.Errorf("%d lingers ended by a deadline, want 1 (the route's)", st.Expired)
+		}
+	})
 }
 
 func TestLoneCallerNeverLingers(t *testing.T) {
