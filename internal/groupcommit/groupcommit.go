@@ -232,6 +232,13 @@ func (b *Batcher[T]) Stats() Stats {
 	return Stats{Batches: b.batches.Load(), Ops: b.ops.Load(), Lingers: b.lingers.Load(), Expired: b.expired.Load(), Grown: b.grown.Load()}
 }
 
+// Queued returns how many ops wait in the queue for the writer to take
+// them: a caller that holds the writer with an op of its own can know when
+// the ops it sent meanwhile will share the next batch.
+func (b *Batcher[T]) Queued() int {
+	return len(b.reqs)
+}
+
 // loop is the writer goroutine: block for one op, take whatever else is
 // already waiting, linger for more when Options.Linger allows it, and run
 // it all as one batch.

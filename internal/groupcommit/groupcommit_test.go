@@ -87,9 +87,9 @@ func blockWriter(t *testing.T, b *Batcher[*fakeTx]) (release func()) {
 func waitQueued(t *testing.T, b *Batcher[*fakeTx], n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(b.reqs) < n {
+	for b.Queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("queue holds %d ops, want %d", len(b.reqs), n)
+			t.Fatalf("queue holds %d ops, want %d", b.Queued(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
