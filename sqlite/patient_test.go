@@ -12,11 +12,11 @@ import (
 // TestOnlyCallWritesWaitForRunningCalls holds the store to which of its
 // writes are a call's (Store.writeCall, groupcommit's DoPatient): a call's
 // begin, with or without its route, and its result wait with the other
-// calls' writes while calls run; a route, a key's or a probe's write, an
-// audit record alone never do, and each takes the waiting calls' writes
+// calls' writes while calls run; a route, a readiness probe's write and an
+// audit record alone never do, and each takes the waiting call's write
 // with it. The writer here is the store's own with the calls' wait made an
 // hour long, so a write that waits is still waiting when the test looks,
-// and one that should not wait but did would hang the test.
+// and one that should not wait but did fails the test after a minute.
 // groupcommit's TestOnlyPatientOpsWaitTheExpectedLinger holds the rule
 // itself; this holds the store's choice of it.
 func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
@@ -41,6 +41,12 @@ func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
 	call := func(id string) ladder.Call {
 		return ladder.Call{ID: id, Workspace: "ws-a", Capability: "tms:postBill", KeyID: "k_agent", IdempotencyKey: "key-" + id,
 			Status: ladder.CallRunning, StartedAt: t0}
+	}
+	recordRoute := func(id string) func() error {
+		return func() error {
+			_, _, err := s.RecordRoute(ctx, route(id), entry(ladder.AuditRoute, id))
+			return err
+		}
 	}
 	start := func(write func() error) <-chan error {
 		done := make(chan error, 1)
@@ -100,10 +106,7 @@ func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
 		return err
 	})
 	waits("RouteAndBeginCall", routeCall)
-	commits("RecordRoute", start(func() error {
-		_, _, err := s.RecordRoute(ctx, route("rt_2"), entry(ladder.AuditRoute, "rt_2"))
-		return err
-	}))
+	commits("RecordRoute", start(recordRoute("rt_2")))
 	commits("RouteAndBeginCall, after a route joined it", routeCall)
 
 	begin := start(func() error {
@@ -134,10 +137,7 @@ func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
 		return err
 	})
 	waits("UpdateCall", update)
-	commits("RecordRoute", start(func() error {
-		_, _, err := s.RecordRoute(ctx, route("rt_3"), entry(ladder.AuditRoute, "rt_3"))
-		return err
-	}))
+	commits("RecordRoute", start(recordRoute("rt_3")))
 	commits("UpdateCall, after a route joined it", update)
 
 	if _, err := ladder.VerifyAudit(ctx, s); err != nil {
