@@ -2,11 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/ladderhq/ladder"
-	"github.com/ladderhq/ladder/internal/groupcommit"
 )
 
 // TestOnlyCallWritesWaitForRunningCalls holds the store to which of its
@@ -15,17 +15,20 @@ import (
 // calls' writes while calls run; a route, a readiness probe's write and an
 // audit record alone never do, and each takes the waiting call's write
 // with it. The writer here is the store's own with the calls' wait made an
-// hour long, so a write that waits is still waiting when the test looks,
+// hour long and a million calls running, so a write that waits is still waiting when the test looks,
 // and one that should not wait but did fails the test after a minute.
 // groupcommit's TestOnlyPatientOpsWaitTheExpectedLinger holds the rule
 // itself; this holds the store's choice of it.
 func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
 	ctx := t.Context()
-	s := openTest(t)
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ladder.db"), Options{Linger: 5 * time.Millisecond, expectLinger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
-	s.batch.Close()
-	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{Linger: 5 * time.Millisecond,
-		Expect: func() int { return 1 << 20 }, ExpectLinger: time.Hour})
+	// Calls running, as many as the writer counts (Expect): far more than
+	// any batch here holds.
+	s.running.Store(1 << 20)
 
 	entry := func(kind, subject string) ladder.AuditEntry {
 		e, err := ladder.NewAuditEntry("ws-a", "k_agent", kind, subject, t0, nil)

@@ -22,6 +22,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -70,6 +71,9 @@ type Options struct {
 	// error wrapping ladder.ErrUnavailable. For commands that only read
 	// (ladder audit list|verify|export --db).
 	ReadOnly bool
+	// expectLinger replaces ExpectLinger when set: a test makes the calls'
+	// wait long enough to see which writes wait it.
+	expectLinger time.Duration
 }
 
 // DefaultLinger is Options.Linger's default. Every SQLite commit writes
@@ -234,7 +238,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Linger = DefaultLinger
 	}
 	s.batch = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.MaxBatch, Linger: max(opts.Linger, 0),
-		Expect: func() int { return int(s.running.Load()) }, ExpectLinger: max(opts.Linger, ExpectLinger)})
+		Expect: func() int { return int(s.running.Load()) }, ExpectLinger: max(opts.Linger, cmp.Or(opts.expectLinger, ExpectLinger))})
 	go s.checkpointLoop()
 	return s, nil
 }
