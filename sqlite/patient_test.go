@@ -14,9 +14,10 @@ import (
 // begin, with or without its route, and its result wait with the other
 // calls' writes while calls run; a route, a readiness probe's write and an
 // audit record alone never do, and each takes the waiting call's write
-// with it. The writer here is the store's own with the calls' wait made an
-// hour long and a million calls running, so a write that waits is still waiting when the test looks,
-// and one that should not wait but did fails the test after a minute.
+// with it. The writer here is the store's own, with the calls' wait made
+// an hour long and a million calls running, so a write that waits is still
+// waiting when the test looks, and one that should not wait but did fails
+// the test after a minute.
 // groupcommit's TestOnlyPatientOpsWaitTheExpectedLinger holds the rule
 // itself; this holds the store's choice of it.
 func TestOnlyCallWritesWaitForRunningCalls(t *testing.T) {
