@@ -83,7 +83,10 @@ func TestRateLimitPerKey(t *testing.T) {
 
 // TestRateLimitRefills waits for a token and is served again.
 func TestRateLimitRefills(t *testing.T) {
-	e := testenv.StartWith(t, "", testenv.Options{RatePerSecond: 20, RateBurst: 1})
+	// One token a second: the bucket refills in wall-clock time, and under
+	// a loaded -race run two requests can be 50 ms apart, which refilled
+	// the 20-a-second bucket this test first used between them.
+	e := testenv.StartWith(t, "", testenv.Options{RatePerSecond: 1, RateBurst: 1})
 	agent := e.Keys["vantrow-bills/agent"]
 	if r := e.Do("GET", "/v1/steps", agent, nil); r.Status != 200 {
 		t.Fatal(r.Status)
@@ -91,7 +94,7 @@ func TestRateLimitRefills(t *testing.T) {
 	if r := e.Do("GET", "/v1/steps", agent, nil); r.Status != 429 {
 		t.Fatalf("second at once: %d", r.Status)
 	}
-	time.Sleep(120 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	if r := e.Do("GET", "/v1/steps", agent, nil); r.Status != 200 {
 		t.Fatalf("after refill: %d %s", r.Status, r.Raw)
 	}
