@@ -1,13 +1,17 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -176,8 +180,44 @@ var modelFixable = map[ladder.Code]bool{
 	ladder.CodeIdempotencyKeyUsed: true,
 }
 
+// schemaDoc is an embedded schema, with the shared definitions it refers
+// to, as the JSON tools/list sends (the bytes encoding/json writes for
+// loadSchema's map). Every workspace's server lists the same document, so
+// the process decodes each schema once and shares it: a map per tool per
+// workspace held about 170 KiB a workspace, most of a workspace server's
+// heap, for as long as the server lived.
+func schemaDoc(name string) json.RawMessage {
+	doc, ok := schemaDocs()[name]
+	if !ok {
+		panic(fmt.Sprintf("mcp: no schema %s", name)) // a build mistake, caught by every test
+	}
+	return doc
+}
+
+// schemaDocs is every embedded schema's document by name, built on first
+// use. The documents are read-only: AddTool and tools/list only read them.
+var schemaDocs = sync.OnceValue(func() map[string]json.RawMessage {
+	files, err := fs.Glob(schemaFiles, "schemas/*.json")
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schemas: %v", err))
+	}
+	docs := make(map[string]json.RawMessage, len(files))
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".json")
+		// As the SDK writes a map: sorted keys, no HTML escaping.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(loadSchema(name)); err != nil {
+			panic(fmt.Sprintf("mcp: schema %s: %v", name, err))
+		}
+		docs[name] = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
+	return docs
+})
+
 // loadSchema reads an embedded schema and adds the shared definitions it
-// refers to.
+// refers to, as a map of the caller's own to change.
 func loadSchema(name string) map[string]any {
 	data, err := schemaFiles.ReadFile("schemas/" + name + ".json")
 	if err != nil {
@@ -231,14 +271,19 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 	name := t.name
 	ann := t.annotations
 	ann.Title = t.title
-	in := t.inDoc
-	if in == nil {
-		in = loadSchema(t.in)
+	// Only a schema adjusted for the workspace is the workspace's own.
+	var in any
+	switch {
+	case t.inDoc != nil:
+		in = t.inDoc
+	case t.inSchema != nil:
+		m := loadSchema(t.in)
+		t.inSchema(m)
+		in = m
+	default:
+		in = schemaDoc(t.in)
 	}
-	if t.inSchema != nil {
-		t.inSchema(in)
-	}
-	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: loadSchema(t.out), Annotations: &ann}
+	def := &sdk.Tool{Name: name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: schemaDoc(t.out), Annotations: &ann}
 	run := h.runner(name, t.call)
 	ws.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		// The SDK hands tools the request's context, where the front door

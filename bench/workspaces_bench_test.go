@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ladderhq/ladder/internal/testenv"
+	"github.com/ladderhq/ladder/mcp"
+)
+
+// BenchmarkMCPWorkspaceHeap reports the heap an MCP handler keeps for each
+// workspace it serves (its tool definitions, schemas and SDK server), on a
+// config of 100 workspaces of four steps each: a deployment's memory grows
+// with its workspaces by this much, live for as long as the process runs,
+// and twice that at the collector's peak (GOGC 100).
+//
+//	go test ./bench -run '^$' -bench '^BenchmarkMCPWorkspaceHeap$' -benchtime 5x
+func BenchmarkMCPWorkspaceHeap(b *testing.B) {
+	const workspaces = 100
+	var y strings.Builder
+	y.WriteString("server:\n  listen: 127.0.0.1:0\nworkspaces:\n")
+	for i := range workspaces {
+		fmt.Fprintf(&y, `  - id: ws-%03d
+    name: Workspace %d
+    queues:
+      - id: check_calls
+        name: Check calls
+        steps:
+          - {id: capture_eta, name: Capture the ETA, lane: auto, weekly_volume: 900}
+          - {id: call_driver, name: Call the driver, lane: propose, weekly_volume: 250}
+          - {id: flag_late, name: Flag a late load, lane: shadow, weekly_volume: 80}
+          - {id: update_customer, name: Update the customer, lane: propose, weekly_volume: 80}
+`, i, i)
+	}
+	e := testenv.StartWith(b, y.String(), testenv.Options{})
+	if n := len(e.Svc.WorkspaceIDs()); n != workspaces {
+		b.Fatalf("%d workspaces, want %d", n, workspaces)
+	}
+	// The process-wide parts (shared schema documents, the SDK's own
+	// package state) are built once, before the measure.
+	if _, err := mcp.New(mcp.Options{Service: e.Svc}); err != nil {
+		b.Fatal(err)
+	}
+	var kept uint64
+	for b.Loop() {
+		before := heapAfterGC()
+		h, err := mcp.New(mcp.Options{Service: e.Svc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept += heapAfterGC() - before
+		runtime.KeepAlive(h)
+	}
+	b.ReportMetric(float64(kept)/float64(b.N)/workspaces, "heap-B/workspace")
+}
+
+// heapAfterGC is the live heap after a full collection.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
