@@ -24,24 +24,31 @@ var decideOnly = sdk.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: false,
 // ids and functions, so the valid values are in the definition itself.
 func (h *Handler) gateTools(workspace string) []toolDef {
 	view, _ := h.svc.GateFunctions(workspace, "")
+	// A workspace with no gate case has nothing to name in its schemas, and
+	// lists the shared ones.
+	var listIn, authorizeIn func(map[string]any)
+	if len(view.CaseIDs) > 0 || len(view.Cases) > 0 {
+		listIn = func(s map[string]any) { setEnum(s, "case", view.CaseIDs) }
+		authorizeIn = func(s map[string]any) {
+			setEnum(s, "case", view.CaseIDs)
+			setEnum(s, "precondition_fn", functionNames(view.Cases))
+			setEvidenceExample(s, view.Cases)
+		}
+	}
 	return []toolDef{
 		{
 			name: "list_precondition_functions", title: "List precondition functions",
 			description: "Lists this workspace's evidence gate cases and, per case, the precondition functions authorize accepts: the commit each guards, soft commit, auto-repair, doc, and the JSON Schema of the evidence to send. Call it first (no case: every case id), then authorize. Read-only; records nothing. Commits a person always decides are not listed.",
 			in:          "list_precondition_functions.in", out: "list_precondition_functions.out", annotations: readOnly,
-			inSchema: func(s map[string]any) { setEnum(s, "case", view.CaseIDs) },
+			inSchema: listIn,
 			call:     h.listPreconditionFunctions,
 		},
 		{
 			name: "authorize", title: "Authorize a commit on evidence",
 			description: "Scores evidence for one irreversible commit with the 4D-CQ gate (relevance, coverage, ordering, robustness) and returns gate_state PASS, ESCALATE or BYPASS_TO_HUMAN with reason_code. Call list_precondition_functions first for the case, function and evidence fields. Act only on PASS. Side effect: each decision is written to the audit log before the answer (secrets redacted); nothing is executed.",
 			in:          "authorize.in", out: "authorize.out", annotations: decideOnly,
-			inSchema: func(s map[string]any) {
-				setEnum(s, "case", view.CaseIDs)
-				setEnum(s, "precondition_fn", functionNames(view.Cases))
-				setEvidenceExample(s, view.Cases)
-			},
-			call: h.authorize,
+			inSchema: authorizeIn,
+			call:     h.authorize,
 		},
 		{
 			name: "gate_history_get", title: "Gate decision history",
