@@ -204,17 +204,23 @@ var schemaDocs = sync.OnceValue(func() map[string]json.RawMessage {
 	docs := make(map[string]json.RawMessage, len(files))
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".json")
-		// As the SDK writes a map: sorted keys, no HTML escaping.
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(loadSchema(name)); err != nil {
-			panic(fmt.Sprintf("mcp: schema %s: %v", name, err))
-		}
-		docs[name] = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		docs[name] = schemaJSON(name, loadSchema(name))
 	}
 	return docs
 })
+
+// schemaJSON is a schema built as a map, as the JSON tools/list sends: the
+// bytes the SDK writes for the map (sorted keys, no HTML escaping), a
+// fraction of the map's heap for as long as the tool is listed.
+func schemaJSON(name string, schema map[string]any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(schema); err != nil {
+		panic(fmt.Sprintf("mcp: schema of %s: %v", name, err)) // only JSON values go into a schema
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
 
 // loadSchema reads an embedded schema and adds the shared definitions it
 // refers to, as a map of the caller's own to change.
@@ -271,15 +277,16 @@ func (h *Handler) addTool(ws *workspaceServer, t toolDef) {
 	name := t.name
 	ann := t.annotations
 	ann.Title = t.title
-	// Only a schema adjusted for the workspace is the workspace's own.
-	var in any
+	// Only a schema built or adjusted for the workspace is the
+	// workspace's own.
+	var in json.RawMessage
 	switch {
 	case t.inDoc != nil:
-		in = t.inDoc
+		in = schemaJSON(name, t.inDoc)
 	case t.inSchema != nil:
 		m := loadSchema(t.in)
 		t.inSchema(m)
-		in = m
+		in = schemaJSON(name, m)
 	default:
 		in = schemaDoc(t.in)
 	}
