@@ -66,7 +66,6 @@ type Handler struct {
 	secret []byte
 	ttl    time.Duration
 	mux    *http.ServeMux
-	pages  map[string]*template.Template
 	static http.Handler
 
 	sso        *oauth.Verifier
@@ -105,7 +104,6 @@ func New(opts Options) *Handler {
 		_, _ = rand.Read(h.secret)
 		h.log.Warn("console sessions are signed with a random per-process secret: they end on restart and do not cross replicas; set " + SecretEnv)
 	}
-	h.pages = parsePages()
 	sub, _ := fs.Sub(assets, "assets/static")
 	h.static = http.StripPrefix("/console/assets/", http.FileServerFS(sub))
 	h.routes()
@@ -203,7 +201,7 @@ type page struct {
 
 // render writes a page with status.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	t, ok := h.pages[name]
+	t, ok := pages()[name]
 	if !ok {
 		panic("console: no template " + name)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ladderhq/ladder"
@@ -131,6 +132,12 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	return out
 }
+
+// pages is every page's template, parsed on the console's first page: a
+// process that serves agents and never a person keeps none of them (about
+// 0.9 MB of heap, BENCHMARKS.md, issue 22, session 44). Every console
+// test renders pages, so a template that does not parse fails them.
+var pages = sync.OnceValue(parsePages)
 
 // parsePages parses each page template with the layout and the partials.
 func parsePages() map[string]*template.Template {
