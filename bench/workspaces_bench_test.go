@@ -11,17 +11,18 @@ import (
 )
 
 // BenchmarkMCPWorkspaceHeap reports the heap an MCP handler keeps for each
-// workspace it serves (its tool definitions, schemas and SDK server), on a
-// config of 100 workspaces of four steps each: a deployment's memory grows
-// with its workspaces by this much, live for as long as the process runs,
-// and twice that at the collector's peak (GOGC 100).
+// workspace it serves (its tool definitions, schemas and SDK server), live
+// for as long as the process runs, and twice that at the collector's peak
+// (GOGC 100): a deployment's memory grows with its workspaces by this much.
+// "plain" is a config of 100 workspaces of four steps each (no capability,
+// no gate case); "demo" is the demo's config, whose four workspaces have
+// capabilities and gate cases.
 //
 //	go test ./bench -run '^$' -bench '^BenchmarkMCPWorkspaceHeap$' -benchtime 5x
 func BenchmarkMCPWorkspaceHeap(b *testing.B) {
-	const workspaces = 100
 	var y strings.Builder
 	y.WriteString("server:\n  listen: 127.0.0.1:0\nworkspaces:\n")
-	for i := range workspaces {
+	for i := range 100 {
 		fmt.Fprintf(&y, `  - id: ws-%03d
     name: Workspace %d
     queues:
@@ -34,7 +35,14 @@ func BenchmarkMCPWorkspaceHeap(b *testing.B) {
           - {id: update_customer, name: Update the customer, lane: propose, weekly_volume: 80}
 `, i, i)
 	}
-	e := testenv.StartWith(b, y.String(), testenv.Options{})
+	b.Run("plain", func(b *testing.B) { workspaceHeap(b, y.String(), 100) })
+	b.Run("demo", func(b *testing.B) { workspaceHeap(b, "", 4) })
+}
+
+// workspaceHeap measures the heap mcp.New keeps for config (the demo's
+// when empty), which has the given number of workspaces.
+func workspaceHeap(b *testing.B, config string, workspaces int) {
+	e := testenv.StartWith(b, config, testenv.Options{})
 	if n := len(e.Svc.WorkspaceIDs()); n != workspaces {
 		b.Fatalf("%d workspaces, want %d", n, workspaces)
 	}
@@ -53,7 +61,7 @@ func BenchmarkMCPWorkspaceHeap(b *testing.B) {
 		kept += heapAfterGC() - before
 		runtime.KeepAlive(h)
 	}
-	b.ReportMetric(float64(kept)/float64(b.N)/workspaces, "heap-B/workspace")
+	b.ReportMetric(float64(kept)/float64(b.N)/float64(workspaces), "heap-B/workspace")
 }
 
 // heapAfterGC is the live heap after a full collection.
