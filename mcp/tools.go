@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ladderhq/ladder"
+	"github.com/ladderhq/ladder/internal/mcpwire"
 	"github.com/ladderhq/ladder/internal/strictjson"
 )
 
@@ -211,15 +212,14 @@ var schemaDocs = sync.OnceValue(func() map[string]json.RawMessage {
 
 // schemaJSON is a schema built as a map, as the JSON tools/list sends: the
 // bytes the SDK writes for the map (sorted keys, no HTML escaping), a
-// fraction of the map's heap for as long as the tool is listed.
+// fraction of the map's heap for as long as the tool is listed. The copy
+// is the document's exact size, without the encoder buffer's spare room.
 func schemaJSON(name string, schema map[string]any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(schema); err != nil {
+	doc, err := mcpwire.Encode(schema)
+	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %s: %v", name, err)) // only JSON values go into a schema
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return bytes.Clone(doc)
 }
 
 // loadSchema reads an embedded schema and adds the shared definitions it
